@@ -1,0 +1,163 @@
+// Package attach reads live processes (and, later, core files) into a
+// stacks.Snapshot without harming them: nothing is written to the target,
+// threads are stopped only when their registers are needed, each stop is
+// bounded, and a SIGKILL of hangdoc leaves the target running.
+package attach
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/hangdoc/hangdoc/attach/module"
+	"github.com/hangdoc/hangdoc/stacks"
+)
+
+// Options says how to sample.
+type Options struct {
+	Samples  int           // how many times every thread is sampled (default 3)
+	Interval time.Duration // time between samples (default 500ms)
+	MaxDepth int           // frames per stack at most (default 512)
+	// StopTimeout bounds each ptrace stop: a thread that does not reach
+	// its stop in time is let go and its stack reported as unknown.
+	StopTimeout time.Duration
+}
+
+func (o *Options) defaults() {
+	if o.Samples <= 0 {
+		o.Samples = 3
+	}
+	if o.Interval <= 0 {
+		o.Interval = 500 * time.Millisecond
+	}
+	if o.MaxDepth <= 0 {
+		o.MaxDepth = 512
+	}
+	if o.StopTimeout <= 0 {
+		o.StopTimeout = 100 * time.Millisecond
+	}
+}
+
+// Stats says what an attach cost the target.
+type Stats struct {
+	Stops   int           // ptrace stops, all threads and samples
+	MaxHeld time.Duration // longest time one thread was held stopped
+	Wall    time.Duration
+}
+
+// Attach samples the processes and returns what it read. An error means
+// nothing useful could be read (no such process, ptrace refused); a
+// process that exits mid-sample is returned with Exited set and what was
+// read before.
+func Attach(ctx context.Context, pids []int, opts Options) (*stacks.Snapshot, error) {
+	snap, _, err := AttachStats(ctx, pids, opts)
+	return snap, err
+}
+
+// AttachStats is Attach that also says what the attach cost the target.
+func AttachStats(ctx context.Context, pids []int, opts Options) (*stacks.Snapshot, Stats, error) {
+	opts.defaults()
+	start := time.Now()
+	snap := &stacks.Snapshot{
+		Schema:   stacks.Schema,
+		Source:   "attach",
+		Taken:    start.UTC(),
+		Samples:  opts.Samples,
+		Interval: stacks.Duration(opts.Interval),
+	}
+	// Everything that can be read without stopping is read first:
+	// mappings, modules, symbols and unwind tables.
+	var targets []*target
+	for _, pid := range pids {
+		tg, err := openTarget(pid)
+		if err != nil {
+			return nil, Stats{}, err
+		}
+		targets = append(targets, tg)
+		snap.Processes = append(snap.Processes, tg.proc)
+	}
+
+	s := &sampler{opts: opts, tracer: newTracer()}
+	defer func() { s.tracer.close() }()
+	for i := 0; i < opts.Samples; i++ {
+		if i > 0 {
+			select {
+			case <-ctx.Done():
+				i = opts.Samples // report what was read
+				continue
+			case <-time.After(opts.Interval):
+			}
+		}
+		for _, tg := range targets {
+			if !tg.exited {
+				s.sampleTarget(tg, i == 0)
+			}
+		}
+	}
+	wall := time.Since(start)
+	for _, tg := range targets {
+		if err := tg.finish(wall); err != nil {
+			return nil, Stats{}, err
+		}
+	}
+	return snap, Stats{Stops: s.stops, MaxHeld: s.maxHeld, Wall: wall}, nil
+}
+
+// modules caches parsed ELF files across samples, attaches and
+// processes: a long-running caller pays for libc once.
+var modules = module.NewCache()
+
+// openTarget checks the pid and loads its modules.
+func openTarget(pid int) (*target, error) {
+	st, err := checkTarget(pid)
+	if err != nil {
+		return nil, err
+	}
+	maps, err := readMaps(pid)
+	switch {
+	case isPermission(err):
+		return nil, permissionError(pid, err)
+	case isNotExist(err):
+		return nil, fmt.Errorf("%w: pid %d", ErrProcessGone, pid)
+	case err != nil:
+		return nil, fmt.Errorf("pid %d: %v", pid, err)
+	}
+	exe, _ := os.Readlink(procPath(pid, "exe"))
+	proc := &stacks.Process{
+		Pid: pid, PPid: st.PPid, Exe: exe,
+		Cmdline: readCmdline(pid), State: string(st.State),
+	}
+	space, notes := modules.Load(pid, maps)
+	proc.Modules, proc.Notes = space.Modules(), notes
+	return &target{
+		pid: pid, stat: st, maps: maps, space: space, proc: proc,
+		threads: map[int]*threadAcc{}, symbols: map[uint64]stacks.Frame{},
+	}, nil
+}
+
+// finish computes per-thread figures once sampling is over.
+func (tg *target) finish(wall time.Duration) error {
+	if len(tg.proc.Threads) == 0 {
+		return fmt.Errorf("%w: pid %d", ErrProcessGone, tg.pid)
+	}
+	if _, err := os.Stat(procPath(tg.pid)); err != nil {
+		tg.exited = true
+	}
+	if tg.exited {
+		tg.proc.Exited = true
+		tg.proc.Notes = append(tg.proc.Notes, "the process exited during sampling; what was read before is shown")
+	}
+	for _, acc := range tg.threads {
+		acc.t.CPU = float64(acc.ticks) / clockTicks / wall.Seconds() * 100
+		if !tg.exited && threadGone(tg.pid, acc.t.Tid) {
+			acc.t.Notes = append(acc.t.Notes, "thread exited during sampling")
+		}
+	}
+	return nil
+}
+
+func threadGone(pid, tid int) bool {
+	_, err := os.Stat(taskPath(pid, tid, "stat"))
+	return err != nil
+}

@@ -1,0 +1,169 @@
+package core
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/hangdoc/hangdoc/attach/unwind"
+)
+
+// Note types in the "CORE" namespace (linux/elf.h).
+const (
+	ntPrstatus = 1
+	ntPrpsinfo = 3
+	ntAuxv     = 6
+	ntFile     = 0x46494c45 // "FILE"
+)
+
+// Sizes of the x86-64 note payloads.
+const (
+	prstatusSize = 336 // struct elf_prstatus
+	prpsinfoSize = 136 // struct elf_prpsinfo
+	prRegOff     = 112 // pr_reg inside elf_prstatus
+)
+
+// userRegs maps struct user_regs_struct (pr_reg), in its order, to DWARF
+// register numbers; -1 marks registers the unwinder does not use.
+var userRegs = [27]int{
+	15, 14, 13, 12, unwind.RBP, unwind.RBX, 11, 10, 9, 8, // r15 r14 r13 r12 rbp rbx r11 r10 r9 r8
+	unwind.RAX, unwind.RCX, unwind.RDX, unwind.RSI, unwind.RDI, // rax rcx rdx rsi rdi
+	-1, unwind.RIP, -1, -1, unwind.RSP, -1, // orig_rax rip cs eflags rsp ss
+	-1, -1, -1, -1, -1, -1, // fs_base gs_base ds es fs gs
+}
+
+const (
+	fsBaseIdx = 21
+	gsBaseIdx = 22
+)
+
+// parseNotes reads a PT_NOTE segment that sits at file offset base. Each
+// note is namesz, descsz, type, then the name and the payload, each padded
+// to the segment's alignment (4, or 8 when p_align says so).
+func (f *File) parseNotes(data []byte, base, align uint64) error {
+	pad := uint64(4)
+	if align == 8 {
+		pad = 8
+	}
+	le := binary.LittleEndian
+	var errs []error
+	for off := uint64(0); off < uint64(len(data)); {
+		at := base + off
+		rest := uint64(len(data)) - off
+		if rest < 12 {
+			if !allZero(data[off:]) {
+				errs = append(errs, &FormatError{"note", at, "truncated"})
+			}
+			break
+		}
+		namesz, descsz := uint64(le.Uint32(data[off:])), uint64(le.Uint32(data[off+4:]))
+		typ := le.Uint32(data[off+8:])
+		descOff := alignUp(12+namesz, pad)
+		end := alignUp(descOff+descsz, pad)
+		if descOff+descsz > rest {
+			errs = append(errs, &FormatError{"note", at, "truncated"})
+			break
+		}
+		name := string(bytes.TrimRight(data[off+12:off+12+namesz], "\x00"))
+		desc := data[off+descOff : off+descOff+descsz]
+		if name == "CORE" {
+			if err := f.note(typ, desc, at); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if end > rest {
+			break // the last note may lack its padding
+		}
+		off += end
+	}
+	return errors.Join(errs...)
+}
+
+func alignUp(n, a uint64) uint64 { return (n + a - 1) &^ (a - 1) }
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (f *File) note(typ uint32, desc []byte, at uint64) error {
+	le := binary.LittleEndian
+	switch typ {
+	case ntPrstatus:
+		if len(desc) < prstatusSize {
+			return &FormatError{"NT_PRSTATUS", at, fmt.Sprintf("%d bytes, want %d", len(desc), prstatusSize)}
+		}
+		t := Thread{
+			Signal: int(int16(le.Uint16(desc[12:]))),
+			TID:    int(int32(le.Uint32(desc[32:]))),
+		}
+		for i, r := range userRegs {
+			v := le.Uint64(desc[prRegOff+8*i:])
+			if r >= 0 {
+				t.Regs.Set(r, v)
+			}
+		}
+		t.FSBase = le.Uint64(desc[prRegOff+8*fsBaseIdx:])
+		t.GSBase = le.Uint64(desc[prRegOff+8*gsBaseIdx:])
+		f.Threads = append(f.Threads, t)
+	case ntPrpsinfo:
+		if len(desc) < prpsinfoSize {
+			return &FormatError{"NT_PRPSINFO", at, fmt.Sprintf("%d bytes, want %d", len(desc), prpsinfoSize)}
+		}
+		f.PID = int(int32(le.Uint32(desc[24:])))
+		f.Name = cstring(desc[40:56])
+		f.Args = cstring(desc[56:136])
+	case ntAuxv:
+		for i := 0; i+16 <= len(desc); i += 16 {
+			tag := le.Uint64(desc[i:])
+			if tag == 0 { // AT_NULL
+				break
+			}
+			f.Auxv = append(f.Auxv, AuxEntry{Tag: tag, Val: le.Uint64(desc[i+8:])})
+		}
+	case ntFile:
+		return f.parseFileNote(desc, at)
+	}
+	return nil
+}
+
+// parseFileNote reads NT_FILE: count, page size, count × (start, end,
+// offset in pages), then count NUL-terminated paths.
+func (f *File) parseFileNote(desc []byte, at uint64) error {
+	le := binary.LittleEndian
+	if len(desc) < 16 {
+		return &FormatError{"NT_FILE", at, "truncated"}
+	}
+	count, page := le.Uint64(desc), le.Uint64(desc[8:])
+	if count > uint64(len(desc)-16)/24 {
+		return &FormatError{"NT_FILE", at, fmt.Sprintf("%d entries do not fit in %d bytes", count, len(desc))}
+	}
+	names := desc[16+24*count:]
+	for i := range count {
+		e := desc[16+24*i:]
+		nul := bytes.IndexByte(names, 0)
+		if nul < 0 {
+			return &FormatError{"NT_FILE", at, fmt.Sprintf("%d paths for %d entries", i, count)}
+		}
+		f.Mappings = append(f.Mappings, Mapping{
+			Start:  le.Uint64(e),
+			End:    le.Uint64(e[8:]),
+			Offset: le.Uint64(e[16:]) * page,
+			Path:   string(names[:nul]),
+		})
+		names = names[nul+1:]
+	}
+	return nil
+}
+
+func cstring(b []byte) string {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	return string(b)
+}

@@ -1,0 +1,21 @@
+// Two threads, both in pause(); prints "ready <address of marker>".
+#include <pthread.h>
+#include <stdio.h>
+#include <unistd.h>
+
+char marker[] = "hangdoc-core-marker";
+
+static void *idle(void *arg) {
+	pause();
+	return arg;
+}
+
+int main(void) {
+	pthread_t t;
+	pthread_create(&t, NULL, idle, NULL);
+	usleep(50000);
+	printf("ready %p\n", (void *)marker);
+	fflush(stdout);
+	pause();
+	return 0;
+}

@@ -1,0 +1,142 @@
+package module
+
+import (
+	"debug/dwarf"
+	"debug/elf"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sort"
+	"sync"
+)
+
+// lineTable maps addresses to file:line from .debug_line. It is read on
+// the first lookup, not at Open: most files are only ever asked for
+// symbols and CFI, and DWARF is the costly part.
+type lineTable struct {
+	mu     sync.Mutex
+	src    *elf.File // the file holding DWARF, until loaded
+	closer io.Closer // its descriptor, closed once loaded
+	loaded bool
+	err    error
+	rows   []lineRow
+	files  []string
+}
+
+type lineRow struct {
+	addr uint64
+	file uint32 // index in files
+	line int32
+	end  bool // end of a sequence: no line from here
+}
+
+// Line returns the source file and line of the link-time address addr.
+func (f *File) Line(addr uint64) (file string, line int, ok bool) {
+	t := &f.lines
+	t.mu.Lock()
+	if !t.loaded {
+		t.load(filepath.Base(f.Name))
+	}
+	t.mu.Unlock()
+	rows := t.rows
+	i := sort.Search(len(rows), func(i int) bool { return rows[i].addr > addr }) - 1
+	if i < 0 || rows[i].end || rows[i].line <= 0 {
+		return "", 0, false
+	}
+	return t.files[rows[i].file], int(rows[i].line), true
+}
+
+// LinesError says why the line table could not be read, once a lookup
+// has tried; nil when it was read or there is none.
+func (f *File) LinesError() error {
+	f.lines.mu.Lock()
+	defer f.lines.mu.Unlock()
+	return f.lines.err
+}
+
+// load reads every compilation unit's line program into one table sorted
+// by address. Called with t.mu held.
+func (t *lineTable) load(base string) {
+	t.loaded = true
+	if t.src == nil {
+		return
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			t.rows, t.files, t.err = nil, nil, fmt.Errorf("%s: .debug_line: corrupt: %v", base, p)
+		}
+		t.release()
+	}()
+	d, err := t.src.DWARF()
+	if err != nil {
+		t.err = &Error{File: base, Section: ".debug_info", Off: -1, Err: err}
+		return
+	}
+	index := map[string]uint32{}
+	r := d.Reader()
+	for {
+		e, err := r.Next()
+		if err != nil {
+			t.err = &Error{File: base, Section: ".debug_info", Off: -1, Err: err}
+			break
+		}
+		if e == nil {
+			break
+		}
+		if e.Tag != dwarf.TagCompileUnit {
+			r.SkipChildren()
+			continue
+		}
+		lr, err := d.LineReader(e)
+		r.SkipChildren()
+		if err != nil {
+			t.err = &Error{File: base, Section: ".debug_line", Off: -1, Err: err}
+			continue
+		}
+		if lr == nil {
+			continue
+		}
+		var le dwarf.LineEntry
+		for lr.Next(&le) == nil {
+			row := lineRow{addr: le.Address, line: int32(le.Line), end: le.EndSequence}
+			if le.File != nil {
+				n, ok := index[le.File.Name]
+				if !ok {
+					n = uint32(len(t.files))
+					t.files = append(t.files, le.File.Name)
+					index[le.File.Name] = n
+				}
+				row.file = n
+			} else {
+				row.line = 0
+			}
+			t.rows = append(t.rows, row)
+		}
+	}
+	// At one address an end of sequence goes before the start of the next
+	// sequence, so that the last row at or below an address is in effect.
+	sort.SliceStable(t.rows, func(i, j int) bool {
+		a, b := t.rows[i], t.rows[j]
+		if a.addr != b.addr {
+			return a.addr < b.addr
+		}
+		return a.end && !b.end
+	})
+}
+
+// release drops the ELF file and closes its descriptor. Called with t.mu
+// held.
+func (t *lineTable) release() {
+	if t.closer != nil {
+		t.closer.Close()
+	}
+	t.src, t.closer = nil, nil
+}
+
+func (t *lineTable) close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.loaded = true
+	t.release()
+	return nil
+}

@@ -1,0 +1,199 @@
+package attach
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hangdoc/hangdoc/attach/unwind"
+)
+
+// tracer owns the one OS thread that issues every ptrace call: the kernel
+// ties a tracee to the thread that seized it, not to the process.
+//
+// If a stop does not complete in time the tracee cannot be detached (the
+// kernel only detaches a stopped tracee), so the tracer abandons its
+// thread: a locked goroutine that returns without unlocking makes Go end
+// the OS thread, and the kernel then detaches every tracee of that thread
+// and clears the pending interrupt. The same kernel rule makes hangdoc
+// harmless when it is killed: its tracees are released with it.
+type tracer struct {
+	reqs chan func()
+	quit chan struct{}
+}
+
+func newTracer() *tracer {
+	t := &tracer{reqs: make(chan func()), quit: make(chan struct{})}
+	go t.loop()
+	return t
+}
+
+func (t *tracer) loop() {
+	runtime.LockOSThread()
+	// Never UnlockOSThread: when loop returns, the thread dies with it.
+	for {
+		select {
+		case f := <-t.reqs:
+			f()
+		case <-t.quit:
+			return
+		}
+	}
+}
+
+// do runs f on the tracer's thread and waits for it.
+func (t *tracer) do(f func()) {
+	done := make(chan struct{})
+	t.reqs <- func() { f(); close(done) }
+	<-done
+}
+
+// close ends the tracer's thread, releasing any tracee still attached.
+func (t *tracer) close() { close(t.quit) }
+
+// stopped is what a stop copies out of a thread before letting it go.
+type stopped struct {
+	Regs  unwind.Regs
+	Stack []byte // memory from Regs' RSP - redZone upwards
+	Base  uint64 // address of Stack[0]
+	Held  time.Duration
+}
+
+// errStopTimeout says the thread did not reach its stop in time.
+var errStopTimeout = errors.New("thread did not stop in time")
+
+// redZone is the 128 bytes below RSP that a leaf function may use on
+// x86-64 without moving RSP.
+const redZone = 128
+
+// stopThread seizes tid, interrupts it, copies its registers and the
+// top of its stack, and detaches. It never writes to the target and sets
+// no ptrace options (no PTRACE_O_EXITKILL). stackBytes bounds the copy;
+// stackEnd is the end of the mapping that holds the stack pointer.
+//
+// On a timeout the caller must replace the tracer (see tracer).
+func (t *tracer) stopThread(pid, tid int, timeout time.Duration, stackEnd func(sp uint64) uint64, stackBytes int) (st stopped, err error) {
+	t.do(func() { st, err = stopOnThisThread(pid, tid, timeout, stackEnd, stackBytes) })
+	return st, err
+}
+
+func stopOnThisThread(pid, tid int, timeout time.Duration, stackEnd func(sp uint64) uint64, stackBytes int) (stopped, error) {
+	var st stopped
+	if err := unix.PtraceSeize(tid); err != nil {
+		return st, fmt.Errorf("seize thread %d: %w", tid, err)
+	}
+	start := time.Now()
+	if err := unix.PtraceInterrupt(tid); err != nil {
+		detach(tid, 0)
+		return st, fmt.Errorf("interrupt thread %d: %w", tid, err)
+	}
+	pending, err := waitStop(tid, timeout)
+	if err != nil {
+		return st, err // still attached, maybe stopping later: caller abandons the tracer
+	}
+	var regs unix.PtraceRegs
+	err = unix.PtraceGetRegs(tid, &regs)
+	if err == nil {
+		st.Regs = regsFromPtrace(&regs)
+		sp := regs.Rsp - redZone
+		n := stackBytes
+		if end := stackEnd(regs.Rsp); end > sp && end-sp < uint64(n) {
+			n = int(end - sp)
+		}
+		st.Base = sp
+		st.Stack = make([]byte, n)
+		k, _ := readMemory(pid, st.Stack, sp)
+		st.Stack = st.Stack[:k]
+	}
+	derr := detach(tid, pending)
+	st.Held = time.Since(start)
+	if err != nil {
+		return st, fmt.Errorf("registers of thread %d: %w", tid, err)
+	}
+	if derr != nil && !errors.Is(derr, unix.ESRCH) {
+		return st, fmt.Errorf("detach thread %d: %w", tid, derr)
+	}
+	return st, nil
+}
+
+// waitStop waits for the stop of a seized, interrupted thread. The stop
+// may be a signal-delivery stop instead of ours (a signal arrived first):
+// its signal is returned so that detach delivers it, since detaching with
+// signal 0 would swallow it.
+func waitStop(tid int, timeout time.Duration) (pending unix.Signal, err error) {
+	deadline := time.Now().Add(timeout)
+	backoff := 5 * time.Microsecond
+	for {
+		var ws unix.WaitStatus
+		wpid, err := unix.Wait4(tid, &ws, unix.WNOHANG|unix.WALL, nil)
+		switch {
+		case errors.Is(err, unix.EINTR):
+			continue
+		case err != nil:
+			return 0, fmt.Errorf("wait for thread %d: %w", tid, err)
+		case wpid == tid && (ws.Exited() || ws.Signaled()):
+			return 0, fmt.Errorf("thread %d exited: %w", tid, unix.ESRCH)
+		case wpid == tid && ws.Stopped():
+			if uint32(ws)>>16 == 0 {
+				return ws.StopSignal(), nil // signal-delivery stop
+			}
+			return 0, nil // PTRACE_EVENT_STOP: our interrupt, or a group stop
+		}
+		if time.Now().After(deadline) {
+			return 0, errStopTimeout
+		}
+		time.Sleep(backoff)
+		if backoff < time.Millisecond {
+			backoff *= 2
+		}
+	}
+}
+
+// detach lets the thread go, delivering the signal it was stopped for.
+func detach(tid int, sig unix.Signal) error {
+	_, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_DETACH, uintptr(tid), 0, uintptr(sig), 0, 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+// regsFromPtrace maps PTRACE_GETREGS to DWARF register numbers.
+func regsFromPtrace(r *unix.PtraceRegs) unwind.Regs {
+	var u unwind.Regs
+	for i, v := range [unwind.NumRegs]uint64{
+		r.Rax, r.Rdx, r.Rcx, r.Rbx, r.Rsi, r.Rdi, r.Rbp, r.Rsp,
+		r.R8, r.R9, r.R10, r.R11, r.R12, r.R13, r.R14, r.R15, r.Rip,
+	} {
+		u.Set(i, v)
+	}
+	return u
+}
+
+// readMemory reads the target's memory with process_vm_readv: no stop,
+// no ptrace attachment, and never a write.
+func readMemory(pid int, p []byte, addr uint64) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	local := []unix.Iovec{{Base: &p[0], Len: uint64(len(p))}}
+	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: len(p)}}
+	n, err := unix.ProcessVMReadv(pid, local, remote, 0)
+	if n < 0 {
+		n = 0
+	}
+	if err == nil && n < len(p) {
+		err = fmt.Errorf("short read at %#x: %d of %d bytes", addr, n, len(p))
+	}
+	return n, err
+}
+
+// liveMemory is the target's memory read on demand.
+type liveMemory int
+
+func (pid liveMemory) ReadAt(p []byte, addr uint64) (int, error) {
+	return readMemory(int(pid), p, addr)
+}

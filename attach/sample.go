@@ -1,0 +1,211 @@
+package attach
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/hangdoc/hangdoc/attach/module"
+	"github.com/hangdoc/hangdoc/attach/unwind"
+	"github.com/hangdoc/hangdoc/stacks"
+)
+
+// clockTicks is USER_HZ, the unit of CPU times in /proc: 100 on every
+// Linux architecture hangdoc runs on.
+const clockTicks = 100
+
+// addressSpace is what the sampler needs of a process's loaded modules.
+type addressSpace interface {
+	unwind.Tables
+	Symbolize(pc uint64) stacks.Frame
+	Modules() []stacks.Module
+}
+
+// target is one process being sampled.
+type target struct {
+	pid     int
+	stat    taskStat
+	maps    []module.Mapping
+	space   addressSpace
+	proc    *stacks.Process
+	threads map[int]*threadAcc
+	exited  bool
+	symbols map[uint64]stacks.Frame // by lookup PC: threads share most frames
+}
+
+// threadAcc accumulates one thread's samples.
+type threadAcc struct {
+	t         *stacks.Thread
+	startT    uint64 // tells a tid reused by a new thread
+	lastTicks uint64
+	ticks     uint64 // CPU ticks over the window
+	seen      int
+}
+
+// sampler holds what lives across samples and targets.
+type sampler struct {
+	opts   Options
+	tracer *tracer
+	// Stops counts ptrace stops; MaxHeld is the longest one.
+	stops   int
+	maxHeld time.Duration
+}
+
+// sampleTarget takes one sample of every thread of tg.
+func (s *sampler) sampleTarget(tg *target, first bool) {
+	tids, err := listTasks(tg.pid)
+	if err != nil {
+		tg.exited = true
+		return
+	}
+	for _, tid := range tids {
+		st, err := readStat(tg.pid, tid)
+		if err != nil {
+			continue // exited between the listing and now
+		}
+		acc := tg.threads[tid]
+		if acc != nil && acc.startT != st.StartT {
+			acc.t.Notes = append(acc.t.Notes, fmt.Sprintf("thread id %d was reused by a new thread during sampling", tid))
+			acc = nil
+		}
+		if acc == nil {
+			acc = &threadAcc{t: &stacks.Thread{Tid: tid}, startT: st.StartT, lastTicks: st.Ticks}
+			if !first {
+				acc.t.Notes = append(acc.t.Notes, "thread started during sampling")
+			}
+			tg.threads[tid] = acc
+			tg.proc.Threads = append(tg.proc.Threads, acc.t)
+		}
+		acc.seen++
+		delta := st.Ticks - acc.lastTicks
+		acc.lastTicks = st.Ticks
+		acc.ticks += delta
+		acc.t.Name, acc.t.State = st.Name, string(st.State)
+		sm := stacks.Sample{State: string(st.State), CPUTicks: delta}
+		sm.Stack, sm.Wait = s.stackOf(tg, tid, st, &acc.t.Notes)
+		acc.t.Samples = append(acc.t.Samples, sm)
+		acc.t.Stack, acc.t.Wait = sm.Stack, sm.Wait
+	}
+}
+
+// stackOf reads one thread's stack, stopping it only when /proc cannot
+// give what the unwinder needs.
+func (s *sampler) stackOf(tg *target, tid int, st taskStat, notes *[]string) ([]stacks.Frame, *stacks.Wait) {
+	sc, err := readSyscall(tg.pid, tid)
+	if err != nil {
+		addNote(notes, fmt.Sprintf("syscall state unreadable: %v", err))
+		return nil, nil
+	}
+	var wait *stacks.Wait
+	if !sc.Running {
+		wait = waitOf(sc)
+		wait.Wchan = readWchan(tg.pid, tid)
+		if res, ok := s.unwindBlocked(tg, tid, sc); ok {
+			return s.symbolize(tg, res, notes), wait
+		}
+	}
+	stp, err := s.stop(tg, tid)
+	if err != nil {
+		addNote(notes, err.Error())
+		return nil, wait
+	}
+	res := unwind.Unwind(stp.Regs, &unwind.Overlay{Base: stp.Base, Data: stp.Stack, Next: liveMemory(tg.pid)}, tg.space, unwind.Options{MaxDepth: s.opts.MaxDepth})
+	return s.symbolize(tg, res, notes), wait
+}
+
+// unwindBlocked unwinds a thread blocked in the kernel from the stack
+// pointer and program counter /proc gives, without stopping it. The
+// stack is copied and the syscall state read again: if the thread moved
+// meanwhile, or the unwinder needs registers /proc does not give, the
+// caller stops the thread instead.
+func (s *sampler) unwindBlocked(tg *target, tid int, sc syscallState) (unwind.Result, bool) {
+	base := sc.SP - redZone
+	n := uint64(stackCopyBytes)
+	if m, ok := findMapping(tg.maps, sc.SP); ok && m.End-base < n {
+		n = m.End - base
+	}
+	buf := make([]byte, n)
+	k, _ := readMemory(tg.pid, buf, base)
+	again, err := readSyscall(tg.pid, tid)
+	if err != nil || again != sc {
+		return unwind.Result{}, false
+	}
+	var regs unwind.Regs
+	regs.Set(unwind.RSP, sc.SP)
+	regs.Set(unwind.RIP, sc.PC)
+	res := unwind.Unwind(regs, &unwind.Overlay{Base: base, Data: buf[:k], Next: liveMemory(tg.pid)}, tg.space, unwind.Options{MaxDepth: s.opts.MaxDepth})
+	return res, !res.NeedsRegs
+}
+
+// stackCopyBytes is how much of a stack is copied in one read; deeper
+// frames are read from the live process.
+const stackCopyBytes = 32 << 10
+
+// stop takes a thread's registers under a bounded ptrace stop.
+func (s *sampler) stop(tg *target, tid int) (stopped, error) {
+	stackEnd := func(sp uint64) uint64 {
+		if m, ok := findMapping(tg.maps, sp); ok {
+			return m.End
+		}
+		return sp + stackCopyBytes
+	}
+	stp, err := s.tracer.stopThread(tg.pid, tid, s.opts.StopTimeout, stackEnd, stackCopyBytes)
+	s.stops++
+	if stp.Held > s.maxHeld {
+		s.maxHeld = stp.Held
+	}
+	if err == errStopTimeout {
+		// The thread is still seized; ending the tracer's OS thread makes
+		// the kernel release it.
+		s.tracer.close()
+		s.tracer = newTracer()
+		return stp, fmt.Errorf("thread %d did not stop within %v; let go, stack unknown", tid, s.opts.StopTimeout)
+	}
+	if err != nil && isPermission(err) {
+		return stp, fmt.Errorf("thread %d could not be stopped (%v): is another debugger attached? (`grep TracerPid /proc/%d/status`)", tid, err, tg.pid)
+	}
+	return stp, err
+}
+
+// symbolize turns an unwound stack into frames; unwinder stops other than
+// the end of the stack become a note.
+func (s *sampler) symbolize(tg *target, res unwind.Result, notes *[]string) []stacks.Frame {
+	out := make([]stacks.Frame, 0, len(res.Frames))
+	for _, f := range res.Frames {
+		fr, ok := tg.symbols[f.LookupPC]
+		if !ok {
+			fr = tg.space.Symbolize(f.LookupPC)
+			tg.symbols[f.LookupPC] = fr
+		}
+		fr.PC = f.PC
+		if fr.Module != "" && f.PC >= f.LookupPC {
+			fr.Offset += f.PC - f.LookupPC
+		}
+		fr.Signal = f.Signal
+		out = append(out, fr)
+	}
+	if res.Stop != "" && res.Stop != unwind.StopEnd {
+		addNote(notes, "stack may be incomplete: "+res.Stop)
+	}
+	return out
+}
+
+func addNote(notes *[]string, n string) {
+	for _, have := range *notes {
+		if have == n {
+			return
+		}
+	}
+	*notes = append(*notes, n)
+}
+
+// waitOf names what a blocked thread waits on.
+func waitOf(sc syscallState) *stacks.Wait {
+	w := &stacks.Wait{Nr: sc.Nr, Syscall: syscallName(sc.Nr)}
+	switch w.Syscall {
+	case "futex":
+		w.Addr, w.Op = sc.Args[0], futexOp(sc.Args[1])
+	case "read", "write", "pread64", "pwrite64", "readv", "writev", "recvfrom", "recvmsg", "sendto", "sendmsg", "accept", "accept4", "connect", "flock", "fcntl", "epoll_wait", "epoll_pwait", "epoll_pwait2", "ioctl", "fsync", "fdatasync":
+		w.Fd = int(int32(sc.Args[0]))
+	}
+	return w
+}

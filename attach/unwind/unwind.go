@@ -1,0 +1,124 @@
+// Package unwind walks a native x86-64 stack from a set of registers and a
+// view of memory, using DWARF call-frame information (.eh_frame and
+// .debug_frame), the kernel's signal frames and frame pointers as a last
+// resort. It never touches a process: registers and memory come in through
+// small interfaces, so the same code unwinds live threads, core files and
+// bytes in tests.
+package unwind
+
+import (
+	"fmt"
+
+	"github.com/go-delve/delve/pkg/dwarf/frame"
+)
+
+// DWARF register numbers on x86-64 (System V ABI, figure 3.36).
+const (
+	RAX = 0
+	RDX = 1
+	RCX = 2
+	RBX = 3
+	RSI = 4
+	RDI = 5
+	RBP = 6
+	RSP = 7
+	R8  = 8
+	R15 = 15
+	RIP = 16 // the return-address column
+
+	NumRegs = 17
+)
+
+// Regs is a register file in DWARF numbering; Valid has bit i set when
+// register i is known (a thread read from /proc/PID/task/TID/syscall only
+// knows RSP and RIP).
+type Regs struct {
+	Val   [NumRegs]uint64
+	Valid uint32
+}
+
+func (r *Regs) Set(i int, v uint64) { r.Val[i] = v; r.Valid |= 1 << i }
+func (r *Regs) Has(i int) bool      { return r.Valid&(1<<i) != 0 }
+
+// Memory reads the target's memory. A short read returns the bytes read
+// and an error.
+type Memory interface {
+	ReadAt(p []byte, addr uint64) (int, error)
+}
+
+// Tables finds the call-frame information covering a PC (a runtime
+// address). It returns nil when no module or FDE covers it.
+type Tables interface {
+	FDEForPC(pc uint64) *frame.FrameDescriptionEntry
+}
+
+// Callee-saved registers keep their value across a call unless the CFI
+// says where the callee saved them (System V ABI, figure 3.4).
+const calleeSaved = 1<<RBX | 1<<RBP | 1<<12 | 1<<13 | 1<<14 | 1<<15
+
+// allRegs is the mask of a complete register file.
+const allRegs = 1<<NumRegs - 1
+
+var regNames = [NumRegs]string{"rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp",
+	"r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "rip"}
+
+// RegName names DWARF register i ("rbp"), or "r<i>" beyond the integer set.
+func RegName(i int) string {
+	if i >= 0 && i < NumRegs {
+		return regNames[i]
+	}
+	return fmt.Sprintf("r%d", i)
+}
+
+// Frame is one frame of an unwound stack, innermost first.
+type Frame struct {
+	// PC is the instruction pointer: for the first frame and for a frame
+	// interrupted by a signal, the next instruction to run; for the others,
+	// the return address.
+	PC uint64
+	// LookupPC is the address to symbolise and to look CFI up with: PC-1
+	// for call-return frames (the call may be the last instruction of the
+	// function), PC otherwise.
+	LookupPC uint64
+	// CFA is the canonical frame address (the caller's SP), 0 when it
+	// could not be computed (the last frame of a failed unwind).
+	CFA uint64
+	// Signal marks the kernel's signal frame (glibc's __restore_rt): the
+	// frame above it was interrupted, not called.
+	Signal bool
+	// Method says how this frame was found: "regs" for the first frame,
+	// "cfi" (call-frame information of the frame below), "signal" (the
+	// kernel's rt_sigframe read without CFI) or "fp" (frame-pointer chain,
+	// a guess).
+	Method string
+	// Regs are the registers known in this frame.
+	Regs Regs
+}
+
+// Result is an unwound stack and why it ended.
+type Result struct {
+	Frames []Frame
+	// Stop says why the walk ended: "end of stack", "depth limit",
+	// "sp did not grow", "memory unreadable at 0x…", "needs register rbp",
+	// "no unwind info for 0x…", "bad CFI for 0x…: …".
+	Stop string
+	// NeedsRegs is set when the walk stopped for want of a register the
+	// caller did not supply: reading the full register file and unwinding
+	// again may go further.
+	NeedsRegs bool
+}
+
+// Complete reports whether the walk reached the outermost frame.
+func (r *Result) Complete() bool { return r.Stop == StopEnd }
+
+// Options tune Unwind.
+type Options struct {
+	MaxDepth int // frames at most (default 512)
+}
+
+// Stop reasons that callers may compare against.
+const (
+	StopEnd      = "end of stack"
+	StopDepth    = "depth limit"
+	StopNoGrowth = "sp did not grow"
+)

@@ -1,0 +1,215 @@
+package unwind
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+
+	"github.com/go-delve/delve/pkg/dwarf/frame"
+)
+
+// maxFPFrame bounds how far above SP a frame pointer may point before the
+// frame-pointer fallback distrusts it.
+const maxFPFrame = 16 << 20
+
+// restoreRT is glibc's (and most libcs') x86-64 __restore_rt:
+// mov $15,%rax (rt_sigreturn); syscall.
+var restoreRT = []byte{0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05}
+
+// state is what the walk knows about one frame.
+type state struct {
+	regs Regs
+	// absent marks registers unknown because the caller never supplied
+	// them (as opposed to clobbered by a call): only those make it worth
+	// reading the full register file and unwinding again.
+	absent uint32
+}
+
+// stop ends a walk: reason becomes Result.Stop, needs Result.NeedsRegs.
+type stop struct {
+	reason string
+	needs  bool
+}
+
+// step is the way from one frame to its caller.
+type step struct {
+	caller state
+	cfa    uint64
+	method string // how the caller was found
+}
+
+// Unwind walks the stack that starts at regs (RIP and RSP must be
+// valid). It never fails: it returns the frames it found and why it
+// stopped. tables may be nil (frame pointers and signal frames only).
+func Unwind(regs Regs, mem Memory, tables Tables, opt Options) Result {
+	maxDepth := opt.MaxDepth
+	if maxDepth <= 0 {
+		maxDepth = 512
+	}
+	w := walker{mem: mem, tables: tables}
+	var res Result
+	cur := state{regs: regs, absent: allRegs &^ regs.Valid}
+	for _, r := range []int{RIP, RSP} {
+		if !regs.Has(r) {
+			res.Stop, res.NeedsRegs = "needs register "+RegName(r), true
+			return res
+		}
+	}
+	method, exact := "regs", true
+	for {
+		pc := cur.regs.Val[RIP]
+		f := Frame{PC: pc, Method: method, Regs: cur.regs}
+		fde, lpc, signal := w.find(pc, exact)
+		f.LookupPC, f.Signal = lpc, signal
+		st, err := w.step(cur, fde, lpc, signal)
+		if err == nil {
+			f.CFA = st.cfa
+		}
+		res.Frames = append(res.Frames, f)
+		if err != nil {
+			res.Stop, res.NeedsRegs = err.reason, err.needs
+			return res
+		}
+		next := st.caller
+		npc, nsp, sp := next.regs.Val[RIP], next.regs.Val[RSP], cur.regs.Val[RSP]
+		switch {
+		case npc == 0:
+			res.Stop = StopEnd
+			return res
+		case !signal && nsp <= sp,
+			// A signal may have run on an alternate stack, below the
+			// interrupted one: only refuse a frame identical to this one.
+			signal && nsp == sp && npc == pc:
+			res.Stop = StopNoGrowth
+			return res
+		case len(res.Frames) >= maxDepth:
+			res.Stop = StopDepth
+			return res
+		}
+		cur, method, exact = next, st.method, signal
+	}
+}
+
+type walker struct {
+	mem    Memory
+	tables Tables
+}
+
+func (w *walker) fde(pc uint64) *frame.FrameDescriptionEntry {
+	if w.tables == nil {
+		return nil
+	}
+	return w.tables.FDEForPC(pc)
+}
+
+// isSignalFDE reports an FDE whose CIE carries the 'S' augmentation
+// (glibc's hand-written CFI for __restore_rt).
+func isSignalFDE(fde *frame.FrameDescriptionEntry) bool {
+	return fde != nil && fde.CIE != nil && strings.IndexByte(fde.CIE.Augmentation, 'S') > 0
+}
+
+// find returns the FDE covering a frame, the PC to look it up (and
+// symbolise) with, and whether it is a signal frame. exact is set for the
+// first frame and above a signal frame, where PC is the next instruction
+// to run, not a return address.
+func (w *walker) find(pc uint64, exact bool) (*frame.FrameDescriptionEntry, uint64, bool) {
+	if exact || pc == 0 {
+		fde := w.fde(pc)
+		return fde, pc, isSignalFDE(fde) || (fde == nil && w.isRestoreRT(pc))
+	}
+	// A return address may sit just past the end of the calling function
+	// (a call to a noreturn function), so look up PC-1 ...
+	fde := w.fde(pc - 1)
+	if isSignalFDE(fde) {
+		// ... except for signal frames, where PC is where the handler
+		// returns to (glibc starts their FDE a byte early for unwinders
+		// that subtract anyway).
+		if !fde.Cover(pc) {
+			fde = w.fde(pc)
+		}
+		return fde, pc, true
+	}
+	if fde == nil || !fde.Cover(pc) {
+		if f := w.fde(pc); isSignalFDE(f) || (f == nil && w.isRestoreRT(pc)) {
+			return f, pc, true
+		}
+	}
+	return fde, pc - 1, false
+}
+
+func (w *walker) isRestoreRT(pc uint64) bool {
+	var b [9]byte
+	n, _ := w.mem.ReadAt(b[:], pc)
+	return n == len(b) && bytes.Equal(b[:], restoreRT)
+}
+
+// step finds the caller of the frame in cur.
+func (w *walker) step(cur state, fde *frame.FrameDescriptionEntry, lpc uint64, signal bool) (step, *stop) {
+	switch {
+	case fde != nil:
+		return w.stepCFI(cur, fde, lpc)
+	case signal:
+		return w.stepSigframe(cur)
+	default:
+		return w.stepFP(cur, lpc)
+	}
+}
+
+// stepSigframe restores the registers the kernel saved in struct
+// rt_sigframe { char *pretcode; struct ucontext uc; struct siginfo info; }.
+// When the handler returns to __restore_rt, pretcode has been popped and
+// SP points at uc; uc.uc_mcontext (struct sigcontext) is 40 bytes in
+// (uc_flags, uc_link, a 24-byte stack_t).
+func (w *walker) stepSigframe(cur state) (step, *stop) {
+	const mcontext = 40
+	// struct sigcontext begins r8..r15, rdi, rsi, rbp, rbx, rdx, rax, rcx, rsp, rip.
+	order := [...]int{8, 9, 10, 11, 12, 13, 14, 15, RDI, RSI, RBP, RBX, RDX, RAX, RCX, RSP, RIP}
+	var buf [len(order) * 8]byte
+	base := cur.regs.Val[RSP] + mcontext
+	if n, _ := w.mem.ReadAt(buf[:], base); n != len(buf) {
+		return step{}, &stop{reason: fmt.Sprintf("memory unreadable at %#x", base+uint64(n))}
+	}
+	var st step
+	for i, r := range order {
+		st.caller.regs.Set(r, le64(buf[i*8:]))
+	}
+	st.cfa = st.caller.regs.Val[RSP]
+	st.method = "signal"
+	return st, nil
+}
+
+// stepFP follows the frame-pointer chain: [rbp] is the caller's rbp and
+// [rbp+8] the return address. Used only where no CFI covers the PC, and
+// only when rbp plausibly points into this stack above SP.
+func (w *walker) stepFP(cur state, lpc uint64) (step, *stop) {
+	r := &cur.regs
+	if !r.Has(RBP) {
+		if cur.absent&(1<<RBP) != 0 {
+			return step{}, &stop{reason: "needs register rbp", needs: true}
+		}
+		return step{}, &stop{reason: fmt.Sprintf("no unwind info for %#x", lpc)}
+	}
+	bp, sp := r.Val[RBP], r.Val[RSP]
+	if bp < sp || bp-sp > maxFPFrame || bp%8 != 0 {
+		return step{}, &stop{reason: fmt.Sprintf("no unwind info for %#x", lpc)}
+	}
+	var buf [16]byte
+	if n, _ := w.mem.ReadAt(buf[:], bp); n != len(buf) {
+		return step{}, &stop{reason: fmt.Sprintf("memory unreadable at %#x", bp+uint64(n))}
+	}
+	var st step
+	st.caller.regs.Set(RBP, le64(buf[0:]))
+	st.caller.regs.Set(RIP, le64(buf[8:]))
+	st.caller.regs.Set(RSP, bp+16)
+	// The other callee-saved registers may have been saved anywhere in
+	// the frame: they are unknown, and no register read would fix that.
+	st.cfa = bp + 16
+	st.method = "fp"
+	return st, nil
+}
+
+func le64(b []byte) uint64 {
+	_ = b[7]
+	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+}

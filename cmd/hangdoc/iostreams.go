@@ -1,0 +1,39 @@
+package main
+
+import (
+	"io"
+	"os"
+
+	"github.com/mattn/go-isatty"
+)
+
+// ioStreams is where commands write, and whether that is a terminal;
+// tests give buffers and read plain text.
+type ioStreams struct {
+	out, errOut   io.Writer
+	outIsTerminal bool
+	exitCode      int
+}
+
+func systemStreams() *ioStreams {
+	return &ioStreams{
+		out:           os.Stdout,
+		errOut:        os.Stderr,
+		outIsTerminal: isatty.IsTerminal(os.Stdout.Fd()),
+	}
+}
+
+// colorEnabled resolves --color=auto|always|never with NO_COLOR
+// (no-color.org): auto means color only on a terminal.
+func (s *ioStreams) colorEnabled(mode string) bool {
+	switch mode {
+	case "always":
+		return true
+	case "never":
+		return false
+	}
+	if _, set := os.LookupEnv("NO_COLOR"); set {
+		return false
+	}
+	return s.outIsTerminal
+}

@@ -1,0 +1,72 @@
+// Command hangdoc tells why a process is stuck.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes scripts can branch on.
+const (
+	exitOK       = 0 // report written, nothing named as hung
+	exitHang     = 1 // a hang was named
+	exitUsage    = 2 // bad flags or arguments
+	exitAnalysis = 3 // could not analyse (no such process, no permission, …)
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+// usageError marks errors that are the caller's to fix in the command line.
+type usageError struct{ error }
+
+func main() {
+	ios := systemStreams()
+	root := newRootCmd(ios)
+	err := root.Execute()
+	if err == nil {
+		os.Exit(ios.exitCode)
+	}
+	fmt.Fprintf(ios.errOut, "hangdoc: %v\n", err)
+	var ue usageError
+	if errors.As(err, &ue) {
+		os.Exit(exitUsage)
+	}
+	os.Exit(exitAnalysis)
+}
+
+func newRootCmd(ios *ioStreams) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "hangdoc",
+		Short: "Tell why a process is stuck",
+		Long: `hangdoc attaches to a stuck process, samples every thread's stack without
+harming it, and says why it is stuck.
+
+Exit codes: 0 report written, 1 a hang was named, 2 usage error,
+3 could not analyse.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(ios.out)
+	root.SetErr(ios.errOut)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageError{fmt.Errorf("%w (see `%s --help`)", err, c.CommandPath())}
+	})
+	root.AddCommand(newAttachCmd(ios), newVersionCmd(ios))
+	return root
+}
+
+func newVersionCmd(ios *ioStreams) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print hangdoc's version",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			_, err := fmt.Fprintf(ios.out, "hangdoc %s\n", version)
+			return err
+		},
+	}
+}

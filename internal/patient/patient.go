@@ -1,0 +1,650 @@
+// Package patient builds and runs hangdoc's patients: small programs under
+// testdata/patients that hang in one known way, print the line "ready" once
+// every thread is in its final blocked state, and hang until killed.
+//
+// Tests use it like this:
+//
+//	patient.RequirePtrace(t)
+//	bin := patient.Build(t, "mutex_o2.c", patient.O2...)
+//	p := patient.Start(t, bin)
+//	snap, err := attach.Attach(ctx, []int{p.Pid}, attach.Options{})
+//
+// Start registers a cleanup that SIGKILLs the patient's process group and
+// reaps it, whatever the test does; the patient also gets SIGKILL if the
+// test binary dies (Pdeathsig), so no patient outlives its test.
+package patient
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Flag sets the patients are built with.
+var (
+	// O2 is optimised code without frame pointers: unwinding needs CFI.
+	O2 = []string{"-O2", "-fomit-frame-pointer", "-pthread"}
+	// O0g is unoptimised code with debug information.
+	O0g = []string{"-O0", "-g", "-pthread"}
+	// O2g is optimised code with debug information (inlined frames).
+	O2g = []string{"-O2", "-g", "-pthread"}
+)
+
+// Python is the interpreter the Python patients run with.
+const Python = "/usr/bin/python3"
+
+const (
+	readyTimeout  = 10 * time.Second
+	settleTimeout = 500 * time.Millisecond
+	gdbTimeout    = 60 * time.Second
+	reapTimeout   = 10 * time.Second
+)
+
+// inCI says whether a missing prerequisite fails the test instead of
+// skipping it.
+func inCI() bool { return os.Getenv("CI") == "true" }
+
+// Dir returns the absolute path of testdata/patients.
+func Dir(t testing.TB) string {
+	t.Helper()
+	root, err := repoRoot()
+	if err != nil {
+		t.Fatalf("patient: %v", err)
+	}
+	return filepath.Join(root, "testdata", "patients")
+}
+
+// repoRoot finds the directory holding go.mod, starting from the working
+// directory (a test runs in its package's folder) and then from this file.
+func repoRoot() (string, error) {
+	var starts []string
+	if wd, err := os.Getwd(); err == nil {
+		starts = append(starts, wd)
+	}
+	if _, file, _, ok := runtime.Caller(0); ok && filepath.IsAbs(file) {
+		starts = append(starts, filepath.Dir(file))
+	}
+	for _, dir := range starts {
+		for d := dir; ; d = filepath.Dir(d) {
+			if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+				if _, err := os.Stat(filepath.Join(d, "testdata", "patients")); err == nil {
+					return d, nil
+				}
+			}
+			if filepath.Dir(d) == d {
+				break
+			}
+		}
+	}
+	return "", errors.New("cannot find the repository root (go.mod beside testdata/patients) above the working directory")
+}
+
+// CacheDir is where built patients are kept between test runs.
+func CacheDir() string { return filepath.Join(os.TempDir(), "hangdoc-patients") }
+
+// Build compiles testdata/patients/name with flags and returns the path of
+// the binary. C (.c) is built with $CC or gcc, C++ (.cpp, .cc) with $CXX or
+// g++. Binaries are cached under CacheDir, keyed by the compiler, the
+// flags, the source and the shared headers, so repeated runs reuse them. A
+// Python patient (.py) is not built: Build returns the script's path, to be
+// run as Start(t, patient.Python, path).
+func Build(t testing.TB, name string, flags ...string) string {
+	t.Helper()
+	dir := Dir(t)
+	src := filepath.Join(dir, name)
+	source, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatalf("patient: %v", err)
+	}
+	var compiler string
+	switch filepath.Ext(name) {
+	case ".py":
+		return src
+	case ".c":
+		compiler = envOr("CC", "gcc")
+	case ".cpp", ".cc":
+		compiler = envOr("CXX", "g++")
+	default:
+		t.Fatalf("patient: %s: do not know how to build %q files", name, filepath.Ext(name))
+	}
+	RequireTool(t, compiler)
+
+	h := sha256.New()
+	fmt.Fprintf(h, "compiler=%s\nflags=%q\n", compiler, flags)
+	h.Write(source)
+	headers, _ := filepath.Glob(filepath.Join(dir, "*.h"))
+	sort.Strings(headers)
+	for _, hdr := range headers {
+		b, err := os.ReadFile(hdr)
+		if err != nil {
+			t.Fatalf("patient: %v", err)
+		}
+		fmt.Fprintf(h, "\n%s\n", filepath.Base(hdr))
+		h.Write(b)
+	}
+	key := hex.EncodeToString(h.Sum(nil))[:16]
+	base := strings.TrimSuffix(name, filepath.Ext(name))
+	out := filepath.Join(CacheDir(), base+"-"+key)
+	if fi, err := os.Stat(out); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+		return out
+	}
+	if err := os.MkdirAll(CacheDir(), 0o755); err != nil {
+		t.Fatalf("patient: %v", err)
+	}
+	// Build into a temporary name and rename: two test binaries building
+	// the same patient at once both end with a whole binary.
+	tmp, err := os.CreateTemp(CacheDir(), base+"-*.tmp")
+	if err != nil {
+		t.Fatalf("patient: %v", err)
+	}
+	tmp.Close()
+	defer os.Remove(tmp.Name())
+	args := append(append([]string{}, flags...), "-o", tmp.Name(), src)
+	cmd := exec.Command(compiler, args...)
+	cmd.Dir = dir
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("patient: %s %s: %v\n%s", compiler, strings.Join(args, " "), err, msg)
+	}
+	if err := os.Rename(tmp.Name(), out); err != nil {
+		t.Fatalf("patient: %v", err)
+	}
+	return out
+}
+
+// Strip returns a copy of the binary bin without its symbol tables
+// (strip(1)), cached beside it.
+func Strip(t testing.TB, bin string) string {
+	t.Helper()
+	out := bin + "-stripped"
+	if _, err := os.Stat(out); err == nil {
+		return out
+	}
+	strip := RequireTool(t, "strip")
+	tmp := out + fmt.Sprintf(".%d.tmp", os.Getpid())
+	defer os.Remove(tmp)
+	if msg, err := exec.Command(strip, "-o", tmp, bin).CombinedOutput(); err != nil {
+		t.Fatalf("patient: strip %s: %v\n%s", bin, err, msg)
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		t.Fatalf("patient: %v", err)
+	}
+	return out
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// Proc is a running patient.
+type Proc struct {
+	Pid  int
+	Argv []string
+
+	cmd    *exec.Cmd
+	stderr *capBuffer
+
+	mu     sync.Mutex
+	lines  []string      // stdout lines not yet taken
+	eof    bool          // stdout closed: the patient exited
+	notify chan struct{} // signalled when lines or eof change
+
+	killOnce sync.Once
+	release  chan struct{} // closed once reaped: frees the forking thread
+}
+
+// Start runs argv (a patient built by Build, or Python and a script) in a
+// process group of its own, waits up to 10 s for its "ready" line and
+// registers a cleanup that SIGKILLs the group and reaps the patient. If the
+// patient exits or is not ready in time, the test fails with its stderr.
+func Start(t testing.TB, argv ...string) *Proc {
+	t.Helper()
+	if len(argv) == 0 {
+		t.Fatal("patient.Start: no command")
+	}
+	rd, wr, err := os.Pipe()
+	if err != nil {
+		t.Fatalf("patient: %v", err)
+	}
+	p := &Proc{Argv: argv, stderr: &capBuffer{max: 64 << 10}, notify: make(chan struct{}, 1)}
+	p.cmd = exec.Command(argv[0], argv[1:]...)
+	p.cmd.Stdout = wr
+	p.cmd.Stderr = p.stderr
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{
+		Setpgid:   true,
+		Pdeathsig: syscall.SIGKILL, // the test binary died: so does the patient
+	}
+	p.cmd.WaitDelay = 5 * time.Second
+	// Pdeathsig fires when the thread that forked the patient exits, not
+	// the process: a test's ptrace code may end a locked OS thread, and it
+	// must not be this one. Fork from a thread of our own, kept until the
+	// patient is reaped.
+	started := make(chan error, 1)
+	p.release = make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		err := p.cmd.Start()
+		started <- err
+		if err == nil {
+			<-p.release
+		}
+		runtime.UnlockOSThread()
+	}()
+	if err := <-started; err != nil {
+		rd.Close()
+		wr.Close()
+		t.Fatalf("patient: start %s: %v", argv[0], err)
+	}
+	wr.Close()
+	p.Pid = p.cmd.Process.Pid
+	t.Cleanup(func() { p.Kill(t) })
+	go p.readLines(rd)
+
+	deadline := time.Now().Add(readyTimeout)
+	line, err := p.NextLine(readyTimeout)
+	for err == nil && line != "ready" {
+		line, err = p.NextLine(max(time.Until(deadline), time.Millisecond))
+	}
+	if err != nil {
+		p.Kill(t) // reaped: its stderr is complete
+		t.Fatalf("patient %s (pid %d): no \"ready\" line: %v\nstderr:\n%s", filepath.Base(argv[0]), p.Pid, err, p.Stderr())
+	}
+	// The thread that printed "ready" still has to reach its own wait:
+	// give it (not a busy patient's runners) a moment to get there.
+	p.Settle(settleTimeout)
+	return p
+}
+
+func (p *Proc) readLines(r io.ReadCloser) {
+	defer r.Close()
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		p.mu.Lock()
+		p.lines = append(p.lines, sc.Text())
+		p.mu.Unlock()
+		p.wake()
+	}
+	// A line longer than 1 MiB ends the reading; the patients never write one.
+	p.mu.Lock()
+	p.eof = true
+	p.mu.Unlock()
+	p.wake()
+}
+
+func (p *Proc) wake() {
+	select {
+	case p.notify <- struct{}{}:
+	default:
+	}
+}
+
+// NextLine returns the next line the patient wrote on stdout, waiting up to
+// timeout for it. It fails with io.EOF once the patient closed stdout.
+func (p *Proc) NextLine(timeout time.Duration) (string, error) {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		p.mu.Lock()
+		if len(p.lines) > 0 {
+			l := p.lines[0]
+			p.lines = p.lines[1:]
+			p.mu.Unlock()
+			return l, nil
+		}
+		eof := p.eof
+		p.mu.Unlock()
+		if eof {
+			return "", fmt.Errorf("patient exited (%s): %w", p.exitStatus(), io.EOF)
+		}
+		select {
+		case <-p.notify:
+		case <-deadline.C:
+			return "", fmt.Errorf("no line from the patient within %v", timeout)
+		}
+	}
+}
+
+// Expect returns the first stdout line that starts with prefix, skipping
+// others, and fails the test if none comes within timeout.
+func (p *Proc) Expect(t testing.TB, prefix string, timeout time.Duration) string {
+	t.Helper()
+	end := time.Now().Add(timeout)
+	for {
+		left := time.Until(end)
+		if left <= 0 {
+			left = time.Millisecond
+		}
+		l, err := p.NextLine(left)
+		if err != nil {
+			t.Fatalf("patient %d: waiting for a line starting with %q: %v\nstderr:\n%s", p.Pid, prefix, err, p.Stderr())
+		}
+		if strings.HasPrefix(l, prefix) {
+			return l
+		}
+	}
+}
+
+// Ask sends sig to the patient and returns the first line it then writes
+// that starts with prefix ("maxgap_ns=", "ok ", …); a line starting with
+// "FAIL" is returned too, so the caller sees what went wrong.
+func (p *Proc) Ask(t testing.TB, sig syscall.Signal, prefix string, timeout time.Duration) string {
+	t.Helper()
+	if err := p.Signal(sig); err != nil {
+		t.Fatalf("patient %d: %v", p.Pid, err)
+	}
+	end := time.Now().Add(timeout)
+	for {
+		l, err := p.NextLine(max(time.Until(end), time.Millisecond))
+		if err != nil {
+			t.Fatalf("patient %d: after %v, waiting for %q: %v\nstderr:\n%s", p.Pid, sig, prefix, err, p.Stderr())
+		}
+		if strings.HasPrefix(l, prefix) || strings.HasPrefix(l, "FAIL") {
+			return l
+		}
+	}
+}
+
+// Signal sends sig to the patient (its main process, not the group).
+func (p *Proc) Signal(sig syscall.Signal) error {
+	if err := syscall.Kill(p.Pid, sig); err != nil {
+		return fmt.Errorf("kill -%d %d: %w", sig, p.Pid, err)
+	}
+	return nil
+}
+
+// Stderr returns what the patient wrote on stderr so far (the last 64 KiB).
+func (p *Proc) Stderr() string { return p.stderr.String() }
+
+// Tasks returns the state letter (R, S, D, T, t, Z, …) of every thread of
+// the patient, by TID, from /proc/PID/task/*/stat.
+func (p *Proc) Tasks() (map[int]string, error) { return Tasks(p.Pid) }
+
+// Tasks returns the state letter of every thread of process pid, by TID.
+func Tasks(pid int) (map[int]string, error) {
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int]string, len(ents))
+	for _, e := range ents {
+		tid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name(), "stat"))
+		if err != nil {
+			continue // the thread exited meanwhile
+		}
+		st, err := statState(b)
+		if err != nil {
+			return nil, fmt.Errorf("%s/%d/stat: %v", dir, tid, err)
+		}
+		out[tid] = st
+	}
+	return out, nil
+}
+
+// statState reads the state letter from a /proc stat line; the command
+// name before it is in parentheses and may hold spaces and parentheses.
+func statState(b []byte) (string, error) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return "", errors.New("no state field")
+	}
+	return string(b[i+2 : i+3]), nil
+}
+
+// Settle waits up to timeout until every thread of the patient sleeps in
+// a syscall (its /proc/PID/task/TID/syscall is not "running") in two
+// passes in a row, and says whether that happened. A busy patient never
+// settles; that is not an error.
+func (p *Proc) Settle(timeout time.Duration) bool {
+	end := time.Now().Add(timeout)
+	quiet := 0
+	for time.Now().Before(end) {
+		if p.allAsleep() {
+			quiet++
+			if quiet == 2 {
+				return true
+			}
+		} else {
+			quiet = 0
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return false
+}
+
+func (p *Proc) allAsleep() bool {
+	dir := fmt.Sprintf("/proc/%d/task", p.Pid)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name(), "syscall"))
+		if err != nil {
+			if errors.Is(err, os.ErrPermission) {
+				return true // cannot tell: do not wait for nothing
+			}
+			continue
+		}
+		if len(b) == 0 || b[0] < '0' || b[0] > '9' {
+			return false // "running", or "-1 …" (not in a syscall)
+		}
+	}
+	return true
+}
+
+// Kill SIGKILLs the patient's process group and reaps the patient. Start
+// registers it as a cleanup; calling it earlier is fine.
+func (p *Proc) Kill(t testing.TB) {
+	p.killOnce.Do(func() {
+		_ = syscall.Kill(-p.Pid, syscall.SIGKILL)
+		_ = syscall.Kill(p.Pid, syscall.SIGKILL)
+		done := make(chan error, 1)
+		go func() { done <- p.cmd.Wait() }()
+		select {
+		case <-done:
+			close(p.release)
+		case <-time.After(reapTimeout):
+			// keep the forking thread: its exit would not matter now,
+			// but the patient is still there to be looked at
+			t.Logf("patient %d: not reaped %v after SIGKILL (state %s)", p.Pid, reapTimeout, procState(p.Pid))
+		}
+	})
+}
+
+func (p *Proc) exitStatus() string {
+	// The reader saw EOF: the patient is exiting or gone. Peek without
+	// reaping (Kill does that): /proc tells whether it is a zombie.
+	if st := procState(p.Pid); st != "" {
+		return "state " + st
+	}
+	return "gone"
+}
+
+func procState(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	st, _ := statState(b)
+	return st
+}
+
+// capBuffer keeps the last max bytes written to it; safe for concurrent use.
+type capBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+	max int
+}
+
+func (b *capBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	if len(b.buf) > b.max {
+		b.buf = append(b.buf[:0], b.buf[len(b.buf)-b.max:]...)
+	}
+	return len(p), nil
+}
+
+func (b *capBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.buf)
+}
+
+// RequireTool returns the path of an executable on $PATH. When it is
+// missing the test is skipped, or fails when CI=true (CI installs every
+// tool through scripts/install-deps.sh, so a missing one is a bug there).
+func RequireTool(t testing.TB, name string) string {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	if err != nil {
+		missing(t, "%s not installed (scripts/install-deps.sh installs it): %v", name, err)
+	}
+	return path
+}
+
+// RequirePtrace skips the test (fails it when CI=true) unless this process
+// may ptrace its children: it really seizes a short-lived child, so root
+// without CAP_SYS_PTRACE, Yama's ptrace_scope, seccomp and LSMs all count.
+func RequirePtrace(t testing.TB) {
+	t.Helper()
+	ptraceOnce.Do(func() { ptraceErr = probePtrace() })
+	if ptraceErr != nil {
+		missing(t, "ptrace not permitted: %v", ptraceErr)
+	}
+}
+
+var (
+	ptraceOnce sync.Once
+	ptraceErr  error
+)
+
+const ptraceSeize = 0x4206 // PTRACE_SEIZE, not in package syscall
+
+func probePtrace() error {
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		return fmt.Errorf("cannot probe: %v", err)
+	}
+	// ptrace requests must come from the thread that seized; the child's
+	// Pdeathsig is tied to the thread that forked it: one locked thread
+	// does both.
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		cmd := exec.Command(sleep, "30")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		if err := cmd.Start(); err != nil {
+			errc <- fmt.Errorf("cannot probe: %v", err)
+			return
+		}
+		_, _, e := syscall.Syscall6(syscall.SYS_PTRACE, ptraceSeize, uintptr(cmd.Process.Pid), 0, 0, 0, 0)
+		_ = cmd.Process.Kill() // ends the trace too
+		_ = cmd.Wait()
+		if e != 0 {
+			errc <- fmt.Errorf("PTRACE_SEIZE of a child: %v (euid %d%s%s)", e, os.Geteuid(), capPtraceNote(), yamaNote())
+			return
+		}
+		errc <- nil
+	}()
+	return <-errc
+}
+
+func capPtraceNote() string {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return ""
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "CapEff:"); ok {
+			caps, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			if err != nil {
+				return ""
+			}
+			if caps&(1<<19) != 0 { // CAP_SYS_PTRACE
+				return ", CAP_SYS_PTRACE present"
+			}
+			return ", no CAP_SYS_PTRACE"
+		}
+	}
+	return ""
+}
+
+func yamaNote() string {
+	b, err := os.ReadFile("/proc/sys/kernel/yama/ptrace_scope")
+	if err != nil {
+		return ""
+	}
+	return ", kernel.yama.ptrace_scope=" + strings.TrimSpace(string(b))
+}
+
+func missing(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if inCI() {
+		t.Fatalf("CI=true: "+format, args...)
+	}
+	t.Skipf(format, args...)
+}
+
+// GDBBacktrace runs
+//
+//	gdb -batch -nx -ex 'set pagination off' -ex 'thread apply all bt' -p PID
+//
+// (debuginfod off, so gdb never waits on the network) with a 60 s timeout
+// and returns what it printed, stdout and stderr interleaved as gdb wrote
+// them. It skips the test when gdb is missing (fails in CI) and fails it
+// when gdb fails or times out.
+func GDBBacktrace(t testing.TB, pid int) string {
+	t.Helper()
+	return GDB(t, pid, "thread apply all bt")
+}
+
+// GDB is GDBBacktrace with other commands ("thread apply all bt full", …).
+func GDB(t testing.TB, pid int, commands ...string) string {
+	t.Helper()
+	gdb := RequireTool(t, "gdb")
+	ctx, cancel := context.WithTimeout(context.Background(), gdbTimeout)
+	defer cancel()
+	args := []string{"-batch", "-nx", "-iex", "set debuginfod enabled off", "-ex", "set pagination off"}
+	for _, c := range commands {
+		args = append(args, "-ex", c)
+	}
+	args = append(args, "-p", strconv.Itoa(pid))
+	cmd := exec.CommandContext(ctx, gdb, args...)
+	cmd.Env = append(os.Environ(), "DEBUGINFOD_URLS=")
+	cmd.WaitDelay = 5 * time.Second
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("gdb -p %d: timed out after %v\n%s", pid, gdbTimeout, out)
+	}
+	if err != nil {
+		t.Fatalf("gdb -p %d: %v\n%s", pid, err, out)
+	}
+	return string(out)
+}

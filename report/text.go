@@ -1,0 +1,164 @@
+// Package report renders a snapshot and its diagnoses for people (text,
+// markdown) and machines (json). Every string that came from the target
+// or a dump goes through Sanitize before it is written.
+package report
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/fatih/color"
+
+	"github.com/hangdoc/hangdoc/heuristics"
+	"github.com/hangdoc/hangdoc/stacks"
+)
+
+// TextOptions shape the terminal report.
+type TextOptions struct {
+	Color bool
+}
+
+// palette is the report's colors; all plain when color is off.
+type palette struct {
+	head, fn, module, loc, dim, warn *color.Color
+}
+
+func newPalette(on bool) palette {
+	p := palette{
+		head:   color.New(color.Bold),
+		fn:     color.New(color.FgHiWhite, color.Bold),
+		module: color.New(color.FgBlue),
+		loc:    color.New(color.FgCyan),
+		dim:    color.New(color.Faint),
+		warn:   color.New(color.FgYellow),
+	}
+	for _, c := range []*color.Color{p.head, p.fn, p.module, p.loc, p.dim, p.warn} {
+		if on {
+			c.EnableColor()
+		} else {
+			c.DisableColor()
+		}
+	}
+	return p
+}
+
+// Text writes the report for a terminal: the verdicts first, then per
+// process the groups of threads with identical stacks, then the notes.
+func Text(w io.Writer, snap *stacks.Snapshot, diags []heuristics.Diagnosis, opt TextOptions) error {
+	p := newPalette(opt.Color)
+	ew := &errWriter{w: w}
+	for _, d := range diags {
+		ew.printf("%s %s\n", p.warn.Sprint(d.ID+":"), Sanitize(d.Summary))
+	}
+	if len(diags) > 0 {
+		ew.printf("\n")
+	}
+	for i, proc := range snap.Processes {
+		if i > 0 {
+			ew.printf("\n")
+		}
+		writeProcess(ew, p, snap, proc)
+	}
+	return ew.err
+}
+
+func writeProcess(ew *errWriter, p palette, snap *stacks.Snapshot, proc *stacks.Process) {
+	cmd := strings.Join(proc.Cmdline, " ")
+	if cmd == "" {
+		cmd = proc.Exe
+	}
+	ew.printf("%s %s\n", p.head.Sprintf("pid %d", proc.Pid), Sanitize(cmd))
+	groups := stacks.GroupThreads(proc.Threads)
+	ew.printf("%s\n", p.dim.Sprintf("%d threads in %d groups · %d samples %v apart · parent %d",
+		len(proc.Threads), len(groups), snap.Samples, snap.Interval.String(), proc.PPid))
+	for _, g := range groups {
+		ew.printf("\n")
+		writeGroup(ew, p, g)
+	}
+	if len(proc.Notes) > 0 {
+		ew.printf("\n%s\n", p.warn.Sprint("notes:"))
+		for _, n := range proc.Notes {
+			ew.printf("  %s\n", Sanitize(n))
+		}
+	}
+}
+
+func writeGroup(ew *errWriter, p palette, g stacks.Group) {
+	t0 := g.Threads[0]
+	var cpu float64
+	for _, t := range g.Threads {
+		cpu += t.CPU
+	}
+	head := fmt.Sprintf("%d thread", len(g.Threads))
+	if len(g.Threads) > 1 {
+		head += "s"
+	}
+	ew.printf("%s  %s  %.0f%% CPU", p.head.Sprint(head), t0.State, cpu/float64(len(g.Threads)))
+	if wt := waitText(t0.Wait); wt != "" {
+		ew.printf("  %s", wt)
+	}
+	ew.printf("\n  %s\n", p.dim.Sprint(threadList(g.Threads, 8)))
+	for i, f := range g.Stack {
+		ew.printf("  #%-2d %s", i, p.fn.Sprint(Sanitize(f.Name())))
+		if f.Module != "" {
+			ew.printf("  %s", p.module.Sprintf("%s+%#x", Sanitize(filepath.Base(f.Module)), f.Offset))
+		} else if f.PC != 0 && !f.Signal {
+			ew.printf("  %s", p.module.Sprintf("%#x", f.PC))
+		}
+		if f.File != "" {
+			ew.printf("  %s", p.loc.Sprintf("%s:%d", Sanitize(f.File), f.Line))
+		}
+		ew.printf("\n")
+	}
+	if len(g.Stack) == 0 {
+		ew.printf("  %s\n", p.dim.Sprint("(no stack)"))
+	}
+	for _, t := range g.Threads {
+		for _, n := range t.Notes {
+			ew.printf("  %s\n", p.warn.Sprintf("thread %d: %s", t.Tid, Sanitize(n)))
+		}
+	}
+}
+
+// threadList names up to n threads: "1235 worker, 1236 worker, … (+12)".
+func threadList(ts []*stacks.Thread, n int) string {
+	var parts []string
+	for i, t := range ts {
+		if i == n {
+			parts = append(parts, fmt.Sprintf("… (+%d)", len(ts)-n))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%d %s", t.Tid, Sanitize(t.Name)))
+	}
+	return "threads " + strings.Join(parts, ", ")
+}
+
+// waitText says what a thread waits on in a few words.
+func waitText(w *stacks.Wait) string {
+	switch {
+	case w == nil:
+		return "running"
+	case w.Syscall == "futex":
+		return fmt.Sprintf("futex %s %#x", w.Op, w.Addr)
+	case w.Fd != 0 || w.Syscall == "read" || w.Syscall == "write":
+		return fmt.Sprintf("%s fd %d", w.Syscall, w.Fd)
+	case w.Syscall == "none":
+		return ""
+	default:
+		return w.Syscall
+	}
+}
+
+// errWriter keeps the first write error so the renderers read as prose.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) printf(format string, args ...any) {
+	if e.err == nil {
+		_, e.err = fmt.Fprintf(e.w, format, args...)
+	}
+}

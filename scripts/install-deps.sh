@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs what hangdoc's tests and benchmarks need: compilers for the
+# patients, gdb and eu-stack (elfutils) to cross-check and compare against,
+# python3 for the Python patients, make. Idempotent: when everything is
+# already there it touches nothing; apt-get update runs only when something
+# is missing.
+set -euo pipefail
+
+# package name -> a file it installs (how we tell it is there).
+declare -A probe=(
+	[gcc]=/usr/bin/gcc
+	[g++]=/usr/bin/g++
+	[gdb]=/usr/bin/gdb
+	[elfutils]=/usr/bin/eu-stack
+	[python3]=/usr/bin/python3
+	[python3-dev]=/usr/bin/python3-config
+	[make]=/usr/bin/make
+)
+
+missing=()
+for pkg in gcc g++ gdb elfutils python3 python3-dev make; do
+	if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' ||
+		[ ! -e "${probe[$pkg]}" ]; then
+		missing+=("$pkg")
+	fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+	echo "install-deps: nothing to install (gcc g++ gdb elfutils python3 python3-dev make present)"
+	exit 0
+fi
+
+sudo=()
+if [ "$(id -u)" -ne 0 ]; then
+	sudo=(sudo)
+fi
+
+echo "install-deps: installing: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -q
+"${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+echo "install-deps: installed: ${missing[*]}"

@@ -1,0 +1,824 @@
+package stacks
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Skipped is a range of input lines a parser did not understand and left
+// out of the snapshot, so a report can say so ("lines 120–160 skipped: not
+// a stack"). Lines are numbered from 1; To is inclusive.
+type Skipped struct {
+	From int    `json:"from"`
+	To   int    `json:"to"`
+	Why  string `json:"why"`
+}
+
+func (s Skipped) String() string {
+	if s.From == s.To {
+		return fmt.Sprintf("line %d skipped: %s", s.From, s.Why)
+	}
+	return fmt.Sprintf("lines %d–%d skipped: %s", s.From, s.To, s.Why)
+}
+
+// LineError is a parse failure that names the line it happened at.
+type LineError struct {
+	Line int // 1-based; 0 when no line is to blame
+	Msg  string
+}
+
+func (e *LineError) Error() string {
+	if e.Line <= 0 {
+		return e.Msg
+	}
+	return fmt.Sprintf("line %d: %s", e.Line, e.Msg)
+}
+
+// ParseGDB reads gdb backtrace text — the output of `thread apply all bt`,
+// `bt` or `bt full`, from gdb -batch or pasted from an interactive session
+// into a bug tracker or a CI log — into a snapshot of one process.
+//
+// It understands frames with and without addresses, `from LIB` and
+// `at FILE:LINE` trailers, `<signal handler called>`, C++ names with
+// templates, lambdas and operators, frames wrapped over several lines by a
+// narrow terminal, thread headers, the chatter gdb prints around them
+// (`[New LWP …]`, `[Inferior 1 (process N) detached]`, `warning: …`,
+// source-line echoes), `bt full` locals, Markdown fences and `> ` quoting,
+// terminal colors, CI timestamps and lines cut mid-way. Frame.Func is the
+// function as gdb printed it without gdb's argument list
+// ("std::thread::join()" keeps the parameter list that is part of the
+// symbol; FuncBase drops it).
+//
+// Inlined frames are marked when the dump shows addresses: gdb prints the
+// address on the innermost frame of a machine frame only, so frames
+// without an address that follow one belong to it, and all but the last of
+// such a run are inlined into it.
+//
+// ParseGDB returns what it understood and the line ranges it did not; the
+// error is non-nil only when nothing could be read (it names the line), or
+// when reading r failed (the snapshot then holds what came before).
+func ParseGDB(r io.Reader) (*Snapshot, []Skipped, error) {
+	p := &gdbParser{proc: &Process{}}
+	lines, readErr := readGDBLines(r)
+	p.lines = lines
+	p.run()
+	p.finish()
+
+	snap := &Snapshot{Schema: Schema, Source: "gdb", Samples: 1}
+	if len(p.proc.Threads) == 0 {
+		if readErr != nil {
+			return nil, p.skipped, readErr
+		}
+		return nil, p.skipped, p.emptyError()
+	}
+	snap.Processes = []*Process{p.proc}
+	return snap, p.skipped, readErr
+}
+
+// maxGDBLine caps one line; the rest of a longer line is dropped (and the
+// frame on it, if any, marked as cut).
+const maxGDBLine = 256 << 10
+
+// gdbLine is one input line after clean-up.
+type gdbLine struct {
+	no     int    // 1-based line number in the input
+	indent int    // leading blanks after quoting was removed (a tab counts 8)
+	text   string // trimmed content
+	cut    bool   // the line was longer than maxGDBLine
+}
+
+var (
+	ansiRE      = regexp.MustCompile(`\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])`)
+	timestampRE = regexp.MustCompile(`^\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)? ?`)
+	quoteRE     = regexp.MustCompile(`^[ \t]{0,3}>[ \t]?`)
+)
+
+func readGDBLines(r io.Reader) ([]gdbLine, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var lines []gdbLine
+	var buf []byte
+	no := 0
+	for {
+		chunk, isPrefix, err := br.ReadLine()
+		if len(chunk) > 0 || isPrefix || err == nil {
+			if len(buf) < maxGDBLine {
+				room := maxGDBLine - len(buf)
+				if len(chunk) > room {
+					chunk = chunk[:room]
+				}
+				buf = append(buf, chunk...)
+			}
+			if isPrefix {
+				if len(buf) >= maxGDBLine {
+					// keep reading to the end of the line, dropping it
+					for isPrefix && err == nil {
+						_, isPrefix, err = br.ReadLine()
+					}
+				} else {
+					continue
+				}
+			}
+			no++
+			lines = append(lines, cleanGDBLine(no, buf, len(buf) >= maxGDBLine))
+			buf = buf[:0]
+		}
+		if err == io.EOF {
+			return lines, nil
+		}
+		if err != nil {
+			return lines, fmt.Errorf("line %d: %w", no+1, err)
+		}
+	}
+}
+
+func cleanGDBLine(no int, b []byte, cut bool) gdbLine {
+	b = bytes.TrimRight(b, "\r")
+	if bytes.IndexByte(b, 0x1b) >= 0 {
+		b = ansiRE.ReplaceAll(b, nil)
+	}
+	s := string(b)
+	if strings.ContainsRune(s, '\r') {
+		// a progress line overwritten in place: keep what is left visible
+		s = s[strings.LastIndexByte(s, '\r')+1:]
+	}
+	if len(s) > 20 && isDigit(s[0]) && s[4] == '-' {
+		s = timestampRE.ReplaceAllString(s, "")
+	}
+	for strings.IndexByte(s[:min(len(s), 5)], '>') >= 0 {
+		loc := quoteRE.FindStringIndex(s)
+		if loc == nil {
+			break
+		}
+		s = s[loc[1]:]
+	}
+	indent := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == ' ' {
+			indent++
+		} else if s[i] == '\t' {
+			indent += 8
+		} else {
+			break
+		}
+	}
+	return gdbLine{no: no, indent: indent, text: strings.TrimSpace(s), cut: cut}
+}
+
+type gdbThread struct {
+	t        *Thread
+	header   bool // started by a "Thread N (…):" header
+	gdbNo    string
+	lastNo   int // number of the last frame read, -1 before any
+	rawFirst string
+	hasAddr  []bool
+}
+
+type gdbParser struct {
+	lines   []gdbLine
+	proc    *Process
+	threads []*gdbThread
+	cur     *gdbThread
+	skipped []Skipped
+	anyAddr bool // some frame shows an address: inlined frames can be told
+
+	ctxTid  int // from "[Switching to thread …]" / "[Current thread is …]"
+	lastSkp int // index+1 in skipped of the range still open, 0 when none
+	notes   map[string]bool
+
+	firstText int // first non-blank line, for the error
+}
+
+var (
+	headerRE = regexp.MustCompile(`^Thread (\d+(?:\.\d+)?) \((.*)\):$`)
+	// a header cut mid-way: "Thread 5 (Thread 0x7f… (LWP 48"
+	cutHeaderRE = regexp.MustCompile(`^Thread \d+(?:\.\d+)? \((?:Thread 0x|LWP |process )`)
+	// "Thread 2 "worker" received signal SIGINT", "Thread 1 hit Breakpoint 1, …"
+	threadEventRE = regexp.MustCompile(`^Thread \d+(?:\.\d+)? .*(?: received signal | hit )`)
+	lwpRE         = regexp.MustCompile(`\((?:LWP|lwp) (\d+)\)|^(?:LWP|process|Thread) (\d+)\b`)
+	nameRE        = regexp.MustCompile(`"(.*)"`)
+	locRE         = regexp.MustCompile(`^0x[0-9a-fA-F]+ in \S.* \(.*\)|^[^\s(#][^(]* \(.*\) (?:at \S.*:\d+|from \S+)$`)
+	srcRE         = regexp.MustCompile(`^\d+\t|^\d+\s+in\s+\S`)
+	inferRE       = regexp.MustCompile(`^\[Inferior \d+ \(process (\d+)\) `)
+	attachRE      = regexp.MustCompile(`^Attaching to (?:program: (.+), )?process (\d+)`)
+	detachRE      = regexp.MustCompile(`^Detaching from program: (.+), process (\d+)`)
+	switchRE      = regexp.MustCompile(`^\[(?:Switching to|Current) thread (?:is )?\S+ \((.*)\)\]$`)
+	coreRE        = regexp.MustCompile("^Core was generated by [`'](.*)'\\.?$")
+	readRE        = regexp.MustCompile(`^Reading symbols from (.+?)\.\.\.`)
+)
+
+// noise is gdb chatter around backtraces: understood, and nothing to keep.
+var noisePrefixes = []string{
+	"[New LWP ", "[New Thread ", "[Thread debugging using", "[Thread ", "[LWP ",
+	"Using host libthread_db", "Reading symbols from", "Attaching to ", "Detaching from ",
+	"Core was generated by", "Program terminated with signal", "Program received signal",
+	"Continuing.", "Quit", "(gdb)", "--Type <RET> for more",
+	"Downloading ", "Download failed", "This GDB supports auto-downloading",
+	"Enable debuginfod for this session", "Debuginfod has been disabled",
+	"To make this setting permanent", "[Inferior ", "[Switching to ", "[Current thread ",
+	"Missing separate debuginfo", "Try: apt-get install", "Try: dnf --enablerepo",
+	"Try: yum --enablerepo", "Use `info auto-load", "No symbol table is loaded",
+	"For help, type \"help\"", "Type \"apropos word\"", "GNU gdb ", "Copyright (C) ",
+	"License GPLv3+", "This is free software", "There is NO WARRANTY", "This GDB was configured",
+	"Type \"show ", "For bug reporting instructions", "Find the GDB manual",
+	"<https://www.gnu.org/software/gdb/", "<http://www.gnu.org/software/gdb/",
+}
+
+func (p *gdbParser) run() {
+	for i := 0; i < len(p.lines); i++ {
+		l := p.lines[i]
+		if l.text == "" {
+			continue
+		}
+		if p.firstText == 0 {
+			p.firstText = l.no
+		}
+		if strings.HasPrefix(l.text, "```") || strings.HasPrefix(l.text, "~~~") {
+			continue
+		}
+		if num, ok := frameNumber(l.text); ok {
+			text, last := p.joinWrapped(i, l.text)
+			p.frame(l, num, text[1+len(num):], p.lines[last].cut || l.cut)
+			i = last
+			continue
+		}
+		if strings.HasPrefix(l.text, "Thread ") {
+			if m := headerRE.FindStringSubmatch(l.text); m != nil {
+				p.header(l, m)
+				continue
+			}
+			if cutHeaderRE.MatchString(l.text) {
+				p.header(l, nil)
+				continue
+			}
+		}
+		if p.cur != nil && len(p.cur.t.Stack) > 0 && l.indent >= 2 {
+			continue // a `bt full` local, indented under its frame
+		}
+		if p.meta(l) {
+			continue
+		}
+		if p.cur != nil && len(p.cur.t.Stack) > 0 && p.isLocal(l) {
+			continue
+		}
+		if locRE.MatchString(l.text) || p.isWrappedLocation(i) {
+			// gdb echoing where the process stopped ("foo (…) at x.c:3"):
+			// the same frame comes again in the backtrace.
+			_, last := p.joinWrapped(i, l.text)
+			i = last
+			continue
+		}
+		p.skip(l.no, "not a stack")
+	}
+}
+
+// isWrappedLocation says whether line i starts a stop location that gdb
+// wrapped over the next lines.
+func (p *gdbParser) isWrappedLocation(i int) bool {
+	text, last := p.joinWrapped(i, p.lines[i].text)
+	return last > i && locRE.MatchString(text)
+}
+
+// joinWrapped joins to the frame (or location) at line i the lines a
+// narrow terminal wrapped it onto: indented by a few blanks more than the
+// frame, while the frame's parentheses are open or starting with "at " or
+// "from ". It returns the whole text and the index of its last line.
+func (p *gdbParser) joinWrapped(i int, text string) (string, int) {
+	base := p.lines[i].indent
+	depth := parenDepth(text)
+	last := i
+	for last+1 < len(p.lines) && last-i < maxWrapLines {
+		next := p.lines[last+1]
+		if next.text == "" || next.indent <= base || next.indent > base+6 {
+			break
+		}
+		tail := strings.HasPrefix(next.text, "at ") || strings.HasPrefix(next.text, "from ")
+		if depth <= 0 && !tail {
+			break
+		}
+		if strings.HasSuffix(text, "(") {
+			text += next.text
+		} else {
+			text = strings.TrimRight(text, " ") + " " + next.text
+		}
+		depth += parenDepth(next.text)
+		last++
+	}
+	return text, last
+}
+
+// maxWrapLines bounds how many lines one wrapped frame may span; gdb on an
+// 80-column terminal needs a handful even for long C++ names.
+const maxWrapLines = 64
+
+// parenDepth counts parentheses left open in s, outside quotes.
+func parenDepth(s string) int {
+	depth := 0
+	var quote byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quote != 0:
+			if c == '\\' {
+				i++
+			} else if c == quote {
+				quote = 0
+			}
+		case c == '"':
+			quote = c
+		case c == '\'' && i+2 < len(s) && (s[i+2] == '\'' || s[i+1] == '\\'):
+			quote = c // a char literal, '(' or '\''
+		case c == '(':
+			depth++
+		case c == ')':
+			depth--
+		}
+	}
+	return depth
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// frameNumber returns N from a line starting "#N" and a blank.
+func frameNumber(s string) (string, bool) {
+	if len(s) < 3 || s[0] != '#' || !isDigit(s[1]) {
+		return "", false
+	}
+	i := 1
+	for i < len(s) && isDigit(s[i]) {
+		i++
+	}
+	if i == len(s) || s[i] != ' ' && s[i] != '\t' {
+		return "", false
+	}
+	return s[1:i], true
+}
+
+// meta handles gdb chatter; it reports whether the line was understood.
+func (p *gdbParser) meta(l gdbLine) bool {
+	t := l.text
+	switch {
+	case strings.HasPrefix(t, "warning: "), strings.HasPrefix(t, "Warning: "):
+		p.note("gdb: " + t)
+		return true
+	case strings.HasPrefix(t, "Backtrace stopped:"), strings.HasPrefix(t, "(More stack frames follow"),
+		strings.HasPrefix(t, "Cannot access memory at address"), strings.HasPrefix(t, "Python Exception"):
+		if p.cur != nil {
+			p.threadNote(p.cur, "gdb: "+t)
+		} else {
+			p.note("gdb: " + t)
+		}
+		return true
+	case t == "No locals." || t == "No symbol table info available." || t == "No stack.":
+		return true
+	case isDigit(t[0]) && srcRE.MatchString(t):
+		return true // a source line gdb echoes after a stop location
+	}
+	switch {
+	case strings.HasPrefix(t, "[Inferior "):
+		if m := inferRE.FindStringSubmatch(t); m != nil {
+			p.setPid(m[1])
+		}
+	case strings.HasPrefix(t, "Attaching to "):
+		if m := attachRE.FindStringSubmatch(t); m != nil {
+			p.setExe(m[1])
+			p.setPid(m[2])
+		}
+	case strings.HasPrefix(t, "Detaching from "):
+		if m := detachRE.FindStringSubmatch(t); m != nil {
+			p.setExe(m[1])
+			p.setPid(m[2])
+		}
+	case strings.HasPrefix(t, "Core was generated by"):
+		if m := coreRE.FindStringSubmatch(t); m != nil && p.proc.Cmdline == nil {
+			p.proc.Cmdline = strings.Fields(m[1])
+			if len(p.proc.Cmdline) > 0 {
+				p.setExe(p.proc.Cmdline[0])
+			}
+		}
+	case strings.HasPrefix(t, "Reading symbols from "):
+		if m := readRE.FindStringSubmatch(t); m != nil {
+			p.setExe(m[1])
+		}
+	case strings.HasPrefix(t, "[Switching to thread ") || strings.HasPrefix(t, "[Current thread is "):
+		if m := switchRE.FindStringSubmatch(t); m != nil {
+			if tid, _ := parseLWP(m[1]); tid > 0 {
+				p.ctxTid = tid
+			}
+			p.cur = nil // frames after it belong to that thread's bt
+			return true
+		}
+	case strings.HasPrefix(t, "Thread "):
+		if threadEventRE.MatchString(t) {
+			return true
+		}
+	}
+	for _, pre := range noisePrefixes {
+		if strings.HasPrefix(t, pre) {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *gdbParser) setPid(s string) {
+	if n, err := strconv.Atoi(s); err == nil && n > 0 && p.proc.Pid == 0 {
+		p.proc.Pid = n
+	}
+}
+
+func (p *gdbParser) setExe(s string) {
+	s = strings.TrimSpace(s)
+	if s != "" && p.proc.Exe == "" {
+		p.proc.Exe = s
+	}
+}
+
+func (p *gdbParser) note(n string) {
+	if p.notes == nil {
+		p.notes = map[string]bool{}
+	}
+	if p.notes[n] || len(p.notes) >= 50 {
+		return
+	}
+	p.notes[n] = true
+	p.proc.Notes = append(p.proc.Notes, n)
+}
+
+func (p *gdbParser) threadNote(gt *gdbThread, n string) {
+	for _, have := range gt.t.Notes {
+		if have == n {
+			return
+		}
+	}
+	if len(gt.t.Notes) < 20 {
+		gt.t.Notes = append(gt.t.Notes, n)
+	}
+}
+
+// isLocal says whether l is a `bt full` local variable line.
+func (p *gdbParser) isLocal(l gdbLine) bool {
+	if l.indent >= 2 {
+		return true
+	}
+	// A paste that lost its indentation: "name = value".
+	i := strings.Index(l.text, " = ")
+	if i <= 0 {
+		return false
+	}
+	for _, c := range l.text[:i] {
+		if !(c == '_' || c == '$' || c == '.' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+func (p *gdbParser) skip(no int, why string) {
+	if p.lastSkp > 0 {
+		s := &p.skipped[p.lastSkp-1]
+		if s.Why == why && p.onlyBlankBetween(s.To, no) {
+			s.To = no
+			return
+		}
+	}
+	p.skipped = append(p.skipped, Skipped{From: no, To: no, Why: why})
+	p.lastSkp = len(p.skipped)
+}
+
+func (p *gdbParser) onlyBlankBetween(from, to int) bool {
+	for n := from + 1; n < to; n++ {
+		if p.lines[n-1].text != "" {
+			return false
+		}
+	}
+	return true
+}
+
+func (p *gdbParser) header(l gdbLine, m []string) {
+	gt := &gdbThread{t: &Thread{}, header: true, lastNo: -1}
+	if m != nil {
+		gt.gdbNo = m[1]
+		gt.t.Tid, gt.t.Name = parseLWP(m[2])
+	} else {
+		// A header cut mid-way: "Thread 5 (Thread 0x7f… (LWP 48"
+		rest := l.text[len("Thread "):]
+		j := 0
+		for j < len(rest) && (isDigit(rest[j]) || rest[j] == '.') {
+			j++
+		}
+		gt.gdbNo = rest[:j]
+		if tid, name := parseLWP(rest[j:]); tid > 0 && strings.Contains(rest, "LWP "+strconv.Itoa(tid)+")") {
+			gt.t.Tid, gt.t.Name = tid, name
+		}
+		gt.t.Notes = append(gt.t.Notes, fmt.Sprintf("line %d: thread header cut", l.no))
+	}
+	p.ctxTid = 0
+	p.lastSkp = 0
+	p.threads = append(p.threads, gt)
+	p.cur = gt
+}
+
+// parseLWP reads the tid and the name from the inside of a thread header:
+// `Thread 0x7f… (LWP 1234) "name"`, `LWP 1234`, `process 1234`.
+func parseLWP(s string) (int, string) {
+	tid := 0
+	if m := lwpRE.FindStringSubmatch(s); m != nil {
+		v := m[1]
+		if v == "" {
+			v = m[2]
+		}
+		tid, _ = strconv.Atoi(v)
+	}
+	name := ""
+	if m := nameRE.FindStringSubmatch(s); m != nil {
+		name = m[1]
+	}
+	return tid, name
+}
+
+func (p *gdbParser) frame(l gdbLine, numStr, body string, cut bool) {
+	num, err := strconv.Atoi(numStr)
+	if err != nil || num > 1<<20 {
+		p.skip(l.no, "frame number out of range")
+		return
+	}
+	body = strings.TrimSpace(body)
+	gt := p.cur
+	switch {
+	case gt == nil:
+		gt = p.implicitThread()
+	case num == 0 && len(gt.t.Stack) > 0:
+		// A new backtrace without a header: `bt` run again, or gdb's
+		// echo of frame #0 right before the real `bt`.
+		if len(gt.t.Stack) == 1 && gt.rawFirst == body {
+			gt.t.Stack = gt.t.Stack[:0]
+			gt.hasAddr = gt.hasAddr[:0]
+			gt.lastNo = -1
+		} else {
+			gt = p.implicitThread()
+		}
+	case num <= gt.lastNo:
+		gt = p.implicitThread()
+	}
+	if len(gt.t.Stack) == 0 {
+		gt.rawFirst = body
+	}
+	if num > gt.lastNo+1 {
+		if num == gt.lastNo+2 {
+			p.threadNote(gt, fmt.Sprintf("frame #%d not in the dump", gt.lastNo+1))
+		} else {
+			p.threadNote(gt, fmt.Sprintf("frames #%d–#%d not in the dump", gt.lastNo+1, num-1))
+		}
+	}
+	gt.lastNo = num
+	f, hasAddr, complete := parseGDBFrame(body)
+	if hasAddr {
+		p.anyAddr = true
+	}
+	if !complete || cut {
+		p.threadNote(gt, fmt.Sprintf("line %d: frame #%d cut mid-way; its function name may be partial", l.no, num))
+	}
+	gt.t.Stack = append(gt.t.Stack, f)
+	gt.hasAddr = append(gt.hasAddr, hasAddr)
+	p.lastSkp = 0
+}
+
+// implicitThread starts a thread that has no header (`bt`, or frames
+// pasted without it); its tid is known only from a "[Switching to …]".
+func (p *gdbParser) implicitThread() *gdbThread {
+	gt := &gdbThread{t: &Thread{Tid: p.ctxTid}, lastNo: -1}
+	p.threads = append(p.threads, gt)
+	p.cur = gt
+	return gt
+}
+
+// parseGDBFrame reads what follows "#N  " on a frame line. complete is
+// false when the line was cut before the end of the argument list.
+func parseGDBFrame(body string) (f Frame, hasAddr, complete bool) {
+	if strings.HasPrefix(body, "0x") {
+		end := 2
+		for end < len(body) && isHex(body[end]) {
+			end++
+		}
+		rest := body[end:]
+		switch {
+		case strings.HasPrefix(rest, " in "):
+			if pc, err := strconv.ParseUint(body[2:end], 16, 64); err == nil {
+				f.PC = pc
+				hasAddr = true
+			}
+			body = rest[len(" in "):]
+		case rest == "":
+			// cut inside or right after the address: it may be partial
+			return f, true, false
+		case rest == " " || rest == " i":
+			if pc, err := strconv.ParseUint(body[2:end], 16, 64); err == nil {
+				f.PC = pc
+			}
+			return f, true, false
+		}
+	}
+	if body == "<signal handler called>" {
+		f.Signal = true
+		return f, hasAddr, true
+	}
+	body = parseTrailer(&f, body)
+	name, complete := splitGDBArgs(body)
+	if name == "??" {
+		name = ""
+	}
+	f.Func = name
+	return f, hasAddr, complete
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+// parseTrailer takes " at FILE:LINE" or " from LIB" off the end of body
+// and fills the frame with it.
+func parseTrailer(f *Frame, body string) string {
+	if i := strings.LastIndex(body, " from "); i > 0 && strings.HasSuffix(body[:i], ")") {
+		lib := body[i+len(" from "):]
+		if lib != "" && !strings.ContainsAny(lib, " ()") {
+			f.Module = lib
+			return body[:i]
+		}
+	}
+	for end := len(body); end > 0; {
+		i := strings.LastIndex(body[:end], " at ")
+		if i <= 0 {
+			break
+		}
+		if strings.HasSuffix(body[:i], ")") {
+			loc := body[i+len(" at "):]
+			if c := strings.LastIndexByte(loc, ':'); c > 0 {
+				if n, err := strconv.Atoi(loc[c+1:]); err == nil && n >= 0 {
+					f.File, f.Line = loc[:c], n
+					return body[:i]
+				}
+			}
+		}
+		end = i
+	}
+	return body
+}
+
+// splitGDBArgs splits "name (args)" into name; complete is false when the
+// argument list does not close (a line cut mid-way).
+func splitGDBArgs(body string) (string, bool) {
+	if strings.HasSuffix(body, ")") {
+		if i := matchOpenParen(body); i > 0 && body[i-1] == ' ' {
+			return strings.TrimSpace(body[:i]), true
+		}
+	}
+	// No closing argument list: the name ends at the first " (" outside
+	// template brackets, or runs to the end of what is left.
+	depth := 0
+	for i := 0; i < len(body); i++ {
+		switch c := body[i]; c {
+		case 'o':
+			// operator<, operator<<=, operator->…: not template brackets
+			if strings.HasPrefix(body[i:], "operator") && (i == 0 || !isIdentByte(body[i-1])) {
+				j := i + len("operator")
+				for j < len(body) && strings.IndexByte("<>=-!+*/%^&|~", body[j]) >= 0 {
+					j++
+				}
+				i = j - 1
+			}
+		case '<':
+			depth++
+		case '>':
+			if depth > 0 {
+				depth--
+			}
+		case '(':
+			if depth == 0 && i > 0 && body[i-1] == ' ' {
+				return strings.TrimSpace(body[:i]), false
+			}
+		}
+	}
+	return strings.TrimSpace(body), false
+}
+
+func isIdentByte(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// matchOpenParen returns the index of the '(' that matches the ')' ending
+// s, skipping quoted strings and char literals; -1 when there is none.
+func matchOpenParen(s string) int {
+	depth := 0
+	var quote byte
+	for i := len(s) - 1; i >= 0; i-- {
+		c := s[i]
+		if quote != 0 {
+			if c == quote && !escaped(s, i) {
+				quote = 0
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			if !escaped(s, i) {
+				quote = c
+			}
+		case '\'':
+			// only a char literal: 'x' or '\n'-like, seen from its end
+			if i >= 2 && (s[i-2] == '\'' || i >= 3 && s[i-3] == '\'' && s[i-2] == '\\') && !escaped(s, i) {
+				if s[i-2] == '\'' {
+					i -= 2
+				} else {
+					i -= 3
+				}
+			}
+		case ')':
+			depth++
+		case '(':
+			depth--
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// escaped says whether s[i] is preceded by an odd number of backslashes.
+func escaped(s string, i int) bool {
+	n := 0
+	for j := i - 1; j >= 0 && s[j] == '\\'; j-- {
+		n++
+	}
+	return n%2 == 1
+}
+
+// finish drops gdb's echoes of frame #0, marks inlined frames and fills
+// the process.
+func (p *gdbParser) finish() {
+	firsts := map[string]int{} // raw #0 line -> threads with more than that frame
+	for _, gt := range p.threads {
+		if len(gt.t.Stack) > 1 {
+			firsts[gt.rawFirst]++
+		}
+	}
+	for _, gt := range p.threads {
+		if !gt.header && len(gt.t.Stack) == 1 && firsts[gt.rawFirst] > 0 {
+			continue // the stop location gdb printed before the backtraces
+		}
+		if p.anyAddr {
+			markInlined(gt)
+		}
+		if len(gt.t.Stack) == 0 {
+			p.threadNote(gt, "no frames in the dump")
+		}
+		if gt.t.Stack == nil {
+			gt.t.Stack = []Frame{}
+		}
+		p.proc.Threads = append(p.proc.Threads, gt.t)
+		if (gt.gdbNo == "1" || gt.gdbNo == "1.1") && p.proc.Pid == 0 && gt.t.Tid > 0 {
+			p.proc.Pid = gt.t.Tid // gdb's thread 1 is the main thread
+		}
+	}
+}
+
+// markInlined groups frames into machine frames: gdb prints an address on
+// the innermost frame of each machine frame (except frame #0, which may
+// have none), so frames without one after it are the same machine frame;
+// all but the last of a group are inlined, and all share its PC.
+func markInlined(gt *gdbThread) {
+	st := gt.t.Stack
+	start := 0
+	for i := 1; i <= len(st); i++ {
+		if i < len(st) && !gt.hasAddr[i] && !st[i].Signal && !st[i-1].Signal {
+			continue
+		}
+		// st[start:i] is one machine frame
+		pc := st[start].PC
+		for j := start; j < i; j++ {
+			if j < i-1 {
+				st[j].Inlined = true
+			}
+			if st[j].PC == 0 {
+				st[j].PC = pc
+			}
+		}
+		start = i
+	}
+}
+
+func (p *gdbParser) emptyError() error {
+	if len(p.lines) == 0 || p.firstText == 0 {
+		return &LineError{Msg: "empty input: no gdb backtrace"}
+	}
+	line := p.firstText
+	if len(p.skipped) > 0 {
+		line = p.skipped[0].From
+	}
+	return &LineError{Line: line, Msg: `not a gdb backtrace: no frame ("#0  …") or thread header ("Thread 2 (…):")`}
+}

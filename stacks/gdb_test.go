@@ -1,0 +1,638 @@
+package stacks
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+var updateGDB = flag.Bool("update-gdb", false, "rewrite testdata/dumps/gdb/*.golden.json from the parser's output")
+
+const gdbDumps = "../testdata/dumps/gdb"
+
+// gdbGolden is what a golden file holds for one dump.
+type gdbGolden struct {
+	Skipped  []Skipped `json:"skipped"`
+	Error    string    `json:"error,omitempty"`
+	Snapshot *Snapshot `json:"snapshot"`
+}
+
+func gdbDumpFiles(t testing.TB) []string {
+	var files []string
+	for _, pat := range []string{"*.txt", "*.md"} {
+		m, err := filepath.Glob(filepath.Join(gdbDumps, pat))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, m...)
+	}
+	if len(files) == 0 {
+		t.Fatalf("no dumps under %s", gdbDumps)
+	}
+	return files
+}
+
+func parseGDBFile(t *testing.T, name string) (*Snapshot, []Skipped) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(gdbDumps, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, skipped, err := ParseGDB(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return snap, skipped
+}
+
+func TestParseGDBGolden(t *testing.T) {
+	for _, file := range gdbDumpFiles(t) {
+		name := filepath.Base(file)
+		t.Run(name, func(t *testing.T) {
+			b, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			snap, skipped, err := ParseGDB(bytes.NewReader(b))
+			g := gdbGolden{Skipped: skipped, Snapshot: snap}
+			if err != nil {
+				g.Error = err.Error()
+			}
+			got, err := json.MarshalIndent(g, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, '\n')
+			golden := strings.TrimSuffix(file, filepath.Ext(file)) + ".golden.json"
+			if *updateGDB {
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test ./stacks -run TestParseGDBGolden -update-gdb to create it)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s differs from %s; rerun with -update-gdb if the change is intended\n%s",
+					name, filepath.Base(golden), firstDiff(string(want), string(got)))
+			}
+		})
+	}
+}
+
+// firstDiff shows the first line where two texts differ.
+func firstDiff(want, got string) string {
+	wl, gl := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := 0; i < len(wl) || i < len(gl); i++ {
+		var w, g string
+		if i < len(wl) {
+			w = wl[i]
+		}
+		if i < len(gl) {
+			g = gl[i]
+		}
+		if w != g {
+			return "line " + strconv.Itoa(i+1) + ":\n want: " + w + "\n  got: " + g
+		}
+	}
+	return ""
+}
+
+func funcs(st []Frame) []string {
+	out := make([]string, len(st))
+	for i, f := range st {
+		out[i] = f.Name()
+	}
+	return out
+}
+
+func threadByName(t *testing.T, p *Process, name string) *Thread {
+	t.Helper()
+	for _, th := range p.Threads {
+		if th.Name == name {
+			return th
+		}
+	}
+	t.Fatalf("no thread named %q", name)
+	return nil
+}
+
+func threadByTid(t *testing.T, p *Process, tid int) *Thread {
+	t.Helper()
+	for _, th := range p.Threads {
+		if th.Tid == tid {
+			return th
+		}
+	}
+	t.Fatalf("no thread %d", tid)
+	return nil
+}
+
+func TestParseGDBMutexO2(t *testing.T) {
+	snap, skipped := parseGDBFile(t, "mutex_o2.txt")
+	if len(skipped) != 0 {
+		t.Errorf("skipped %v, want nothing: every line of gdb -batch output is understood", skipped)
+	}
+	if snap.Source != "gdb" || snap.Schema != Schema || len(snap.Processes) != 1 {
+		t.Fatalf("snapshot %+v", snap)
+	}
+	p := snap.Processes[0]
+	if len(p.Threads) != 5 {
+		t.Fatalf("%d threads, want 5 (the stop-location echo is not a thread)", len(p.Threads))
+	}
+	if p.Pid == 0 || p.Pid != p.Threads[4].Tid {
+		t.Errorf("pid %d, want the main thread's tid %d", p.Pid, p.Threads[4].Tid)
+	}
+	dog := threadByName(t, p, "dog")
+	want := []string{"futex_wait", "__GI___lll_lock_wait", "lll_mutex_lock_optimized", "___pthread_mutex_lock",
+		"take_lock", "dog_fetch", "dog_dig", "dog_sniff", "dog_wander", "dog_worker", "start_thread", "clone3"}
+	if got := funcs(dog.Stack); !reflect.DeepEqual(got, want) {
+		t.Errorf("dog stack\n got %q\nwant %q", got, want)
+	}
+	inl := []bool{true, false, true, false, false, false, false, false, false, false, false, false}
+	for i, f := range dog.Stack {
+		if f.Inlined != inl[i] {
+			t.Errorf("dog #%d %s: Inlined %v, want %v", i, f.Func, f.Inlined, inl[i])
+		}
+	}
+	f0, f2, f3, f4 := dog.Stack[0], dog.Stack[2], dog.Stack[3], dog.Stack[4]
+	if f0.File != "../sysdeps/nptl/futex-internal.h" || f0.Line != 146 || f0.PC != 0 {
+		t.Errorf("#0 = %+v", f0)
+	}
+	if f2.PC != 0x00007fd187543482 || f3.PC != f2.PC {
+		t.Errorf("#2 pc %#x, #3 pc %#x: want both 0x7fd187543482 (one machine frame)", f2.PC, f3.PC)
+	}
+	if f4.PC != 0x0000560a61b687b7 || f4.File != "" || f4.Line != 0 || f4.Module != "" {
+		t.Errorf("#4 = %+v", f4)
+	}
+	for _, th := range p.Threads {
+		if th.Tid == 0 || th.Name == "" || len(th.Stack) == 0 || len(th.Notes) != 0 {
+			t.Errorf("thread %+v", th)
+		}
+	}
+}
+
+func TestParseGDBStripped(t *testing.T) {
+	snap, _ := parseGDBFile(t, "mutex_stripped.txt")
+	dog := threadByName(t, snap.Processes[0], "dog")
+	for _, f := range dog.Stack[4:10] {
+		if f.Func != "" || f.Name() != "??" || f.PC == 0 {
+			t.Errorf("stripped frame %+v: want no name and a PC", f)
+		}
+	}
+	if dog.Stack[10].Func != "start_thread" {
+		t.Errorf("libc frames lost: %q", funcs(dog.Stack))
+	}
+}
+
+func TestParseGDBFullMatchesPlain(t *testing.T) {
+	full, skipped := parseGDBFile(t, "mutex_o0g_full.txt")
+	if len(skipped) != 0 {
+		t.Errorf("bt full: skipped %v; locals are understood", skipped)
+	}
+	core, _ := parseGDBFile(t, "mutex_o0g_core.txt")
+	// Both come from the -O0 -g build: same functions in every thread.
+	fp, cp := full.Processes[0], core.Processes[0]
+	if len(fp.Threads) != 5 || len(cp.Threads) != 5 {
+		t.Fatalf("threads: bt full %d, core %d; want 5", len(fp.Threads), len(cp.Threads))
+	}
+	for i := range fp.Threads {
+		if a, b := funcs(fp.Threads[i].Stack), funcs(cp.Threads[i].Stack); !reflect.DeepEqual(a, b) {
+			t.Errorf("thread %d: bt full %q\ncore %q", i, a, b)
+		}
+	}
+	dog := threadByName(t, fp, "dog")
+	if f := dog.Stack[5]; f.Func != "dog_fetch" || f.Line != 116 || !strings.HasSuffix(f.File, "mutex_o2.c") {
+		t.Errorf("dog #5 = %+v", f)
+	}
+	if !reflect.DeepEqual(cp.Cmdline, []string{"./mutex_o0g"}) || cp.Exe != "./mutex_o0g" {
+		t.Errorf("core: cmdline %q exe %q", cp.Cmdline, cp.Exe)
+	}
+	if cp.Pid != cp.Threads[4].Tid || cp.Pid == 0 {
+		t.Errorf("core: pid %d, main tid %d", cp.Pid, cp.Threads[4].Tid)
+	}
+}
+
+func TestParseGDBCxx(t *testing.T) {
+	snap, _ := parseGDBFile(t, "cxx_mutex.txt")
+	p := snap.Processes[0]
+	waiter := threadByName(t, p, "waiter")
+	w5 := waiter.Stack[5].Func
+	if !strings.HasPrefix(w5, "std::condition_variable::wait<hangdoc_patient::Mailbox<") ||
+		!strings.HasSuffix(w5, "::take(int)::{lambda()#1})") {
+		t.Errorf("waiter #5 = %q", w5)
+	}
+	if got := FuncBase(w5); !strings.HasPrefix(got, "std::condition_variable::wait<") {
+		t.Errorf("FuncBase(waiter #5) = %q", got)
+	}
+	if f := waiter.Stack[12]; f.Func != "" || f.Module != "/lib/x86_64-linux-gnu/libstdc++.so.6" || f.PC == 0 {
+		t.Errorf("waiter #12 = %+v", f)
+	}
+	nested := threadByName(t, p, "nested")
+	want := map[int]string{
+		5:  "std::mutex::lock",
+		7:  "hangdoc_patient::Guarded<int>::update",
+		8:  "hangdoc_patient::Relay<int, 0>::forward",
+		12: "operator()",
+		13: "std::__invoke_impl<void, main()::<lambda()> >",
+		17: "std::thread::_State_impl<std::thread::_Invoker<std::tuple<main()::<lambda()> > > >::_M_run(void)",
+	}
+	for i, w := range want {
+		if got := nested.Stack[i].Func; got != w {
+			t.Errorf("nested #%d = %q, want %q", i, got, w)
+		}
+	}
+	if !nested.Stack[5].Inlined || !nested.Stack[4].Inlined || nested.Stack[7].Inlined || nested.Stack[5].PC != nested.Stack[4].PC {
+		t.Errorf("nested #4..#7 inlined into update: %+v", nested.Stack[4:8])
+	}
+	main := threadByTid(t, p, p.Pid)
+	if got := main.Stack[4].Func; got != "std::thread::join()" {
+		t.Errorf("main #4 = %q, want the symbol as gdb printed it", got)
+	}
+}
+
+// The same threads, pasted from an interactive gdb on an 80-column color
+// terminal: wrapped frames, ANSI colors, CRLF, `thread 4` + `bt`.
+func TestParseGDBTerminal(t *testing.T) {
+	snap, skipped := parseGDBFile(t, "cxx_mutex_tty_bt.txt")
+	if len(skipped) != 0 {
+		t.Errorf("skipped %v", skipped)
+	}
+	p := snap.Processes[0]
+	if len(p.Threads) != 1 {
+		t.Fatalf("%d threads, want 1 (frame #0 echoed by `thread 4` is not a thread)", len(p.Threads))
+	}
+	th := p.Threads[0]
+	if th.Tid != 10956 || p.Pid != 10952 || p.Exe != "/tmp/dumpgen/cxx_mutex" {
+		t.Errorf("tid %d pid %d exe %q", th.Tid, p.Pid, p.Exe)
+	}
+	if len(th.Stack) != 21 {
+		t.Fatalf("%d frames, want 21: %q", len(th.Stack), funcs(th.Stack))
+	}
+	plain, _ := parseGDBFile(t, "cxx_mutex.txt")
+	ref := threadByName(t, plain.Processes[0], "nested")
+	for i := range th.Stack {
+		a, b := th.Stack[i], ref.Stack[i]
+		if a.Func != b.Func || a.File != b.File || a.Line != b.Line || a.Module != b.Module || a.Inlined != b.Inlined {
+			t.Errorf("#%d wrapped %+v\n   plain %+v", i, a, b)
+		}
+	}
+	if f := th.Stack[7]; f.Func != "hangdoc_patient::Guarded<int>::update" || f.Line != 37 {
+		t.Errorf("#7 (wrapped inside its arguments) = %+v", f)
+	}
+	if f := th.Stack[15]; f.Line != 252 {
+		t.Errorf("#15 (wrapped after its '(') = %+v", f)
+	}
+}
+
+func TestParseGDBSignal(t *testing.T) {
+	for _, name := range []string{"sighandler.txt", "sighandler_bt_noaddr.txt"} {
+		t.Run(name, func(t *testing.T) {
+			snap, skipped := parseGDBFile(t, name)
+			if len(skipped) != 0 {
+				t.Errorf("skipped %v", skipped)
+			}
+			var victim *Thread
+			for _, th := range snap.Processes[0].Threads {
+				if len(th.Stack) == 10 {
+					victim = th
+				}
+			}
+			if victim == nil || victim.Tid == 0 {
+				t.Fatalf("no victim thread with a tid: %+v", snap.Processes[0].Threads)
+			}
+			want := []string{"__GI___libc_read", "__GI___libc_read", "handler_blocks", "on_usr1",
+				"<signal handler called>", "__libc_pause", "interrupted_work", "victim_main", "start_thread", "clone3"}
+			if got := funcs(victim.Stack); !reflect.DeepEqual(got, want) {
+				t.Errorf("victim\n got %q\nwant %q", got, want)
+			}
+			if !victim.Stack[4].Signal || victim.Stack[4].Func != "" || victim.Stack[3].Signal {
+				t.Errorf("signal frame: %+v", victim.Stack[3:6])
+			}
+			noaddr := strings.Contains(name, "noaddr")
+			if victim.Stack[0].Inlined == noaddr {
+				t.Errorf("#0 Inlined = %v; inlining can be told only with addresses", victim.Stack[0].Inlined)
+			}
+			for _, f := range victim.Stack {
+				if noaddr && (f.PC != 0 || f.Inlined) {
+					t.Errorf("no addresses printed, yet %+v", f)
+				}
+			}
+		})
+	}
+}
+
+func TestParseGDBPython(t *testing.T) {
+	snap, skipped := parseGDBFile(t, "python_lock.txt")
+	if len(skipped) != 0 {
+		t.Errorf("skipped %v", skipped)
+	}
+	p := snap.Processes[0]
+	if len(p.Threads) != 2 {
+		t.Fatalf("%d threads", len(p.Threads))
+	}
+	main := threadByTid(t, p, p.Pid)
+	found := false
+	for _, f := range main.Stack {
+		if f.Func == "PyThread_acquire_lock_timed" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("main: %q", funcs(main.Stack))
+	}
+
+	// gdb's advice about auto-load safe-path is prose: skipped, not a
+	// thread; its warning line becomes a note.
+	snap, skipped = parseGDBFile(t, "python_lock_autoload.txt")
+	if len(skipped) != 1 || skipped[0].String() != "lines 7–15 skipped: not a stack" {
+		t.Errorf("skipped %v, want one range over the auto-load advice", skipped)
+	}
+	p = snap.Processes[0]
+	if len(p.Threads) != 2 || len(p.Notes) != 1 || !strings.Contains(p.Notes[0], "auto-loading has been declined") {
+		t.Errorf("threads %d notes %q", len(p.Threads), p.Notes)
+	}
+}
+
+func TestParseGDBPasted(t *testing.T) {
+	snap, skipped := parseGDBFile(t, "pasted_issue.md")
+	p := snap.Processes[0]
+	var names []string
+	for _, th := range p.Threads {
+		names = append(names, th.Name)
+	}
+	if want := []string{"dog", "cat", "bee", "ant", "mutex_o2"}; !reflect.DeepEqual(names, want) {
+		t.Fatalf("threads %q, want %q", names, want)
+	}
+	if got := funcs(threadByName(t, p, "bee").Stack); len(got) != 10 || got[5] != "bee_dance" {
+		t.Errorf("bee (CI timestamps): %q", got)
+	}
+	ant := threadByName(t, p, "ant")
+	if ant.Stack[5].Func != "ant_ma" || len(ant.Stack) != 9 || len(ant.Notes) != 1 || !strings.Contains(ant.Notes[0], "cut") {
+		t.Errorf("ant: %q notes %q", funcs(ant.Stack), ant.Notes)
+	}
+	main := threadByName(t, p, "mutex_o2")
+	if len(main.Stack) != 1 || main.Stack[0].Func != "__futex_abstimed_wait_common64" || len(main.Notes) != 1 {
+		t.Errorf("main: %+v", main)
+	}
+	if p.Pid != main.Tid {
+		t.Errorf("pid %d, want thread 1's tid %d", p.Pid, main.Tid)
+	}
+	var got []string
+	for _, s := range skipped {
+		got = append(got, s.String())
+	}
+	want := []string{
+		"lines 1–3 skipped: not a stack",
+		"line 34 skipped: not a stack",
+		"lines 62–64 skipped: not a stack",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("skipped\n got %q\nwant %q", got, want)
+	}
+}
+
+func TestParseGDBFrames(t *testing.T) {
+	tests := []struct {
+		line string
+		want Frame
+		cut  bool
+	}{
+		{`#0  0x00007f0000001000 in foo (a=1, s=0x1 "x)(y") at x.c:12`,
+			Frame{Func: "foo", PC: 0x7f0000001000, File: "x.c", Line: 12}, false},
+		{`#0  bar (c=40 '(') at dir with space/y.c:7`,
+			Frame{Func: "bar", File: "dir with space/y.c", Line: 7}, false},
+		{`#0  baz (c=39 '\'', d=41 ')') at y.c:7`,
+			Frame{Func: "baz", File: "y.c", Line: 7}, false},
+		{`#0  0x0000000000401136 in Foo::operator<(Foo const&) const (this=0x1, o=...) at f.cc:3`,
+			Frame{Func: "Foo::operator<(Foo const&) const", PC: 0x401136, File: "f.cc", Line: 3}, false},
+		{`#0  0x0000000000401136 in std::operator<< <std::char_traits<char> > (__out=..., __s=0x4 "at x.c:1") at /usr/include/c++/12/ostream:611`,
+			Frame{Func: "std::operator<< <std::char_traits<char> >", PC: 0x401136, File: "/usr/include/c++/12/ostream", Line: 611}, false},
+		{`#0  0x0000000000401136 in process(int) [clone .isra.0] (n=3) at p.cc:9`,
+			Frame{Func: "process(int) [clone .isra.0]", PC: 0x401136, File: "p.cc", Line: 9}, false},
+		{`#0  0x00007f0000001000 in ?? ()`, Frame{PC: 0x7f0000001000}, false},
+		{`#0  0x00007f0000001000 in pthread_cond_wait@@GLIBC_2.3.2 () from /lib64/libpthread.so.0`,
+			Frame{Func: "pthread_cond_wait@@GLIBC_2.3.2", PC: 0x7f0000001000, Module: "/lib64/libpthread.so.0"}, false},
+		{`#0  runtime.futex () at /usr/lib/go/src/runtime/sys_linux_amd64.s:557`,
+			Frame{Func: "runtime.futex", File: "/usr/lib/go/src/runtime/sys_linux_amd64.s", Line: 557}, false},
+		{`#0  0x00005555555551a9 in (anonymous namespace)::helper (x=<optimized out>) at a.cc:4`,
+			Frame{Func: "(anonymous namespace)::helper", PC: 0x5555555551a9, File: "a.cc", Line: 4}, false},
+		{`#0  0x00007f0000001000 in <signal handler called>`, Frame{Signal: true, PC: 0x7f0000001000}, false},
+		{`#0  0x00007f0000001000 in std::vector<int, std::allocator<int> >::push_back (this=0x1, __x=`,
+			Frame{Func: "std::vector<int, std::allocator<int> >::push_back", PC: 0x7f0000001000}, true},
+		{`#0  0x00007f0000001000 in std::vector<int, std::alloc`,
+			Frame{Func: "std::vector<int, std::alloc", PC: 0x7f0000001000}, true},
+		{`#0  0x00007f00000`, Frame{}, true},
+		{`#0  main () at t.c:`, Frame{Func: "main"}, true},
+	}
+	for _, tt := range tests {
+		snap, skipped, err := ParseGDB(strings.NewReader(tt.line + "\n"))
+		if err != nil || len(skipped) != 0 {
+			t.Errorf("%s: err %v skipped %v", tt.line, err, skipped)
+			continue
+		}
+		th := snap.Processes[0].Threads[0]
+		if len(th.Stack) != 1 {
+			t.Errorf("%s: %d frames", tt.line, len(th.Stack))
+			continue
+		}
+		if got := th.Stack[0]; got != tt.want {
+			t.Errorf("%s\n got %+v\nwant %+v", tt.line, got, tt.want)
+		}
+		if cut := len(th.Notes) > 0; cut != tt.cut {
+			t.Errorf("%s: cut %v (notes %q), want %v", tt.line, cut, th.Notes, tt.cut)
+		}
+	}
+}
+
+func TestParseGDBHeadersAndNumbering(t *testing.T) {
+	in := `
+Thread 3 (LWP 1235):
+#0  0x0000000000401000 in spin ()
+#1  0x0000000000401100 in main ()
+Thread 2.1 (Thread 0x7f0000000700 (LWP 1234) "a (weird) \"name"):
+#0  0x0000000000401000 in a ()
+#3  0x0000000000401300 in d ()
+Backtrace stopped: previous frame inner to this frame (corrupt stack?)
+Thread 1 (process 1233):
+#0  0x0000000000401000 in main ()
+Thread 4 (Thread 0x7f0000000800 (LWP 1240
+#1  0x0000000000401000 in b ()
+#0  0x0000000000401000 in again ()
+`
+	snap, skipped, err := ParseGDB(strings.NewReader(in))
+	if err != nil || len(skipped) != 0 {
+		t.Fatalf("err %v skipped %v", err, skipped)
+	}
+	p := snap.Processes[0]
+	if p.Pid != 1233 || len(p.Threads) != 5 {
+		t.Fatalf("pid %d, %d threads", p.Pid, len(p.Threads))
+	}
+	type row struct {
+		tid   int
+		name  string
+		n     int
+		notes int
+	}
+	want := []row{{1235, "", 2, 0}, {1234, `a (weird) \"name`, 2, 2}, {1233, "", 1, 0}, {0, "", 1, 2}, {0, "", 1, 0}}
+	for i, w := range want {
+		th := p.Threads[i]
+		if got := (row{th.Tid, th.Name, len(th.Stack), len(th.Notes)}); got != w {
+			t.Errorf("thread %d: %+v (notes %q), want %+v", i, got, th.Notes, w)
+		}
+	}
+	if n := p.Threads[1].Notes; !strings.Contains(strings.Join(n, "|"), "frames #1–#2 not in the dump") ||
+		!strings.Contains(strings.Join(n, "|"), "Backtrace stopped") {
+		t.Errorf("notes %q", n)
+	}
+}
+
+func TestParseGDBErrors(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"", "empty input: no gdb backtrace"},
+		{"\n\n  \n", "empty input: no gdb backtrace"},
+		{"hello\nworld\n", `line 1: not a gdb backtrace: no frame ("#0  …") or thread header ("Thread 2 (…):")`},
+		{"[New LWP 5]\n\nsome text\n", `line 3: not a gdb backtrace: no frame ("#0  …") or thread header ("Thread 2 (…):")`},
+	}
+	for _, tt := range tests {
+		snap, _, err := ParseGDB(strings.NewReader(tt.in))
+		var le *LineError
+		if snap != nil || !errors.As(err, &le) || err.Error() != tt.want {
+			t.Errorf("%q: snap %v err %v, want %q", tt.in, snap, err, tt.want)
+		}
+	}
+}
+
+type failingReader struct{ data []byte }
+
+func (r *failingReader) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		return 0, errors.New("disk on fire")
+	}
+	n := copy(p, r.data)
+	r.data = r.data[n:]
+	return n, nil
+}
+
+func TestParseGDBReadError(t *testing.T) {
+	snap, _, err := ParseGDB(&failingReader{data: []byte("Thread 1 (LWP 7):\n#0  0x1 in f ()\n")})
+	if err == nil || !strings.Contains(err.Error(), "disk on fire") {
+		t.Fatalf("err %v", err)
+	}
+	if snap == nil || len(snap.Processes[0].Threads) != 1 {
+		t.Fatalf("what was read before the error is lost: %+v", snap)
+	}
+}
+
+func TestParseGDBLongLine(t *testing.T) {
+	long := "#0  0x0000000000401000 in " + strings.Repeat("x", 1<<20) + " ()\n#1  0x0000000000401100 in main ()\n"
+	snap, _, err := ParseGDB(strings.NewReader(long))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := snap.Processes[0].Threads[0].Stack
+	if len(st) != 2 || st[1].Func != "main" || len(st[0].Func) > maxGDBLine {
+		t.Fatalf("%d frames", len(st))
+	}
+}
+
+func FuzzParseGDB(f *testing.F) {
+	for _, file := range gdbDumpFiles(f) {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte("#0  0x1 in f (\"(\"\n    ) at x:1\n"))
+	f.Add([]byte("Thread 1 (LWP 1):\n#5 a\n#0 b\n"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		snap, skipped, err := ParseGDB(bytes.NewReader(in))
+		nlines := bytes.Count(in, []byte("\n")) + 1
+		if err != nil {
+			var le *LineError
+			if snap != nil || !errors.As(err, &le) || le.Line < 0 || le.Line > nlines {
+				t.Fatalf("snap %v err %v", snap, err)
+			}
+		} else if snap == nil || len(snap.Processes) != 1 || len(snap.Processes[0].Threads) == 0 {
+			t.Fatalf("no error and nothing read: %+v", snap)
+		}
+		last := 0
+		for _, s := range skipped {
+			if s.From <= last || s.To < s.From || s.To > nlines || s.Why == "" {
+				t.Fatalf("bad skipped ranges %v (%d lines)", skipped, nlines)
+			}
+			last = s.To
+		}
+		if snap != nil {
+			for _, th := range snap.Processes[0].Threads {
+				if th.Stack == nil {
+					t.Fatalf("thread %d: nil stack", th.Tid)
+				}
+			}
+			if _, err := json.Marshal(snap); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
+
+// Inputs that would take quadratic time in a careless parser (long runs
+// of '<', wrapped-looking lines, " at " everywhere) stay fast.
+func TestParseGDBLinearTime(t *testing.T) {
+	cases := map[string]string{
+		"open parens":   strings.Repeat("a (\n     b (\n", 20000),
+		"wrapped":       strings.Repeat("#1 f (\n     x (\n", 20000),
+		"quotes":        strings.Repeat("#0  f (\"\"\"\"'('(')))))) at x:1\n", 20000),
+		"prose":         strings.Repeat("zz\n\n", 50000),
+		"at":            "#0  f ()" + strings.Repeat(" at x", 100000) + "\n",
+		"angles":        "#0  f " + strings.Repeat("<", 200000) + "\n",
+		"headers":       strings.Repeat("Thread 1 (LWP 1):\n", 50000),
+		"operators":     "#0  f " + strings.Repeat("operator<", 20000) + "(\n",
+		"locals":        "#0  f ()\n" + strings.Repeat("        x = 1\n", 100000),
+		"frame numbers": strings.Repeat("#3  f ()\n", 50000),
+	}
+	for name, in := range cases {
+		start := time.Now()
+		_, _, err := ParseGDB(strings.NewReader(in))
+		if noStack := name == "prose" || name == "open parens"; (err != nil) != noStack {
+			t.Errorf("%s: %v", name, err)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("%s: %v for %d bytes", name, d, len(in))
+		}
+	}
+}
+
+// BenchmarkParseGDB reports parse speed (MB/s) over every stored dump.
+func BenchmarkParseGDB(b *testing.B) {
+	var all [][]byte
+	size := 0
+	for _, file := range gdbDumpFiles(b) {
+		d, err := os.ReadFile(file)
+		if err != nil {
+			b.Fatal(err)
+		}
+		all = append(all, d)
+		size += len(d)
+	}
+	b.SetBytes(int64(size))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for _, d := range all {
+			if _, _, err := ParseGDB(bytes.NewReader(d)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}

@@ -1,0 +1,58 @@
+package stacks
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Group is a set of threads of one process whose stacks are the same, as
+// panicparse buckets goroutines: forty workers parked at one place are one
+// entry in a report, not forty.
+type Group struct {
+	Threads []*Thread
+	Stack   []Frame
+}
+
+// GroupThreads buckets threads by their stack: the same function (or, with
+// no symbol, the same module offset) in every frame. Groups come largest
+// first, then by lowest thread id, so the order is stable.
+func GroupThreads(threads []*Thread) []Group {
+	index := map[string]int{}
+	var groups []Group
+	for _, t := range threads {
+		k := stackKey(t.Stack)
+		i, ok := index[k]
+		if !ok {
+			i = len(groups)
+			index[k] = i
+			groups = append(groups, Group{Stack: t.Stack})
+		}
+		groups[i].Threads = append(groups[i].Threads, t)
+	}
+	sort.SliceStable(groups, func(i, j int) bool {
+		if len(groups[i].Threads) != len(groups[j].Threads) {
+			return len(groups[i].Threads) > len(groups[j].Threads)
+		}
+		return groups[i].Threads[0].Tid < groups[j].Threads[0].Tid
+	})
+	return groups
+}
+
+func stackKey(st []Frame) string {
+	var b strings.Builder
+	for _, f := range st {
+		b.WriteString(f.Module)
+		b.WriteByte('!')
+		if f.Func != "" {
+			b.WriteString(f.Func)
+		} else {
+			b.WriteString(strconv.FormatUint(f.Offset, 16))
+		}
+		if f.Signal {
+			b.WriteString("<signal>")
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}

@@ -1,0 +1,106 @@
+// Package stacks holds hangdoc's one model, Snapshot: what every source
+// (live attach, core file, pasted dump) produces and what heuristics and
+// reports consume. It imports nothing of hangdoc.
+package stacks
+
+import "time"
+
+// Schema names the JSON contract; bump it when a field is renamed or dropped.
+const Schema = "hangdoc/v1"
+
+// Snapshot is everything read from one or more processes at one time.
+type Snapshot struct {
+	Schema    string     `json:"schema"`
+	Source    string     `json:"source"` // "attach", "core", "gdb", …
+	Taken     time.Time  `json:"taken"`
+	Samples   int        `json:"samples"`
+	Interval  Duration   `json:"interval"`
+	Processes []*Process `json:"processes"`
+}
+
+// Process is one process and its threads.
+type Process struct {
+	Pid     int       `json:"pid"`
+	PPid    int       `json:"ppid"`
+	Exe     string    `json:"exe"`
+	Cmdline []string  `json:"cmdline,omitempty"`
+	State   string    `json:"state"` // state of the main thread, one letter
+	Threads []*Thread `json:"threads"`
+	Modules []Module  `json:"modules,omitempty"`
+	// Notes say what could not be read and why ("libfoo.so: no unwind
+	// tables, frame pointers used"); a report shows them after the stacks.
+	Notes []string `json:"notes,omitempty"`
+	// Exited is set when the process went away during sampling; what was
+	// read before stays in the snapshot.
+	Exited bool `json:"exited,omitempty"`
+}
+
+// Module is a mapped ELF object.
+type Module struct {
+	Path    string `json:"path"`
+	Start   uint64 `json:"start"`
+	End     uint64 `json:"end"`
+	Bias    uint64 `json:"bias"`
+	BuildID string `json:"build_id,omitempty"`
+}
+
+// Thread is one thread; Stack and State are those of its last sample,
+// Samples keeps every sample for heuristics that compare them.
+type Thread struct {
+	Tid     int      `json:"tid"`
+	Name    string   `json:"name"`
+	State   string   `json:"state"`
+	CPU     float64  `json:"cpu"` // percent of one core over the sampling window
+	Stack   []Frame  `json:"stack"`
+	Wait    *Wait    `json:"wait,omitempty"`
+	Samples []Sample `json:"samples,omitempty"`
+	// Notes say why the stack may be incomplete (the thread could not be
+	// stopped in time, the unwinder lost its way at a frame).
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Sample is one observation of a thread.
+type Sample struct {
+	State    string  `json:"state"`
+	CPUTicks uint64  `json:"cpu_ticks"` // user+system clock ticks since the previous sample
+	Stack    []Frame `json:"stack"`
+	Wait     *Wait   `json:"wait,omitempty"`
+}
+
+// Wait says what a blocked thread waits on, as far as it is known.
+type Wait struct {
+	Syscall string `json:"syscall"`        // "futex", "read", "wait4", …
+	Nr      int64  `json:"nr"`             // syscall number; -1 when running
+	Addr    uint64 `json:"addr,omitempty"` // futex word, for a futex wait
+	Op      string `json:"op,omitempty"`   // futex operation, e.g. "FUTEX_WAIT_PRIVATE"
+	Fd      int    `json:"fd,omitempty"`   // for reads, writes and polls on one fd
+	Wchan   string `json:"wchan,omitempty"`
+}
+
+// Frame is one stack frame, innermost first.
+type Frame struct {
+	Func   string `json:"func"`             // demangled, "" when unknown
+	Module string `json:"module,omitempty"` // path of the mapped object
+	Offset uint64 `json:"offset,omitempty"` // PC relative to the module's load bias
+	PC     uint64 `json:"pc,omitempty"`
+	File   string `json:"file,omitempty"`
+	Line   int    `json:"line,omitempty"`
+	// Inlined marks a frame that has no machine frame of its own.
+	Inlined bool `json:"inlined,omitempty"`
+	// Signal marks the frame the kernel pushed for a signal handler
+	// (gdb's "<signal handler called>").
+	Signal bool `json:"signal,omitempty"`
+}
+
+// Name is the frame's function for a person, "??" when no symbol covers
+// the PC (gdb's spelling).
+func (f Frame) Name() string {
+	switch {
+	case f.Signal:
+		return "<signal handler called>"
+	case f.Func != "":
+		return f.Func
+	default:
+		return "??"
+	}
+}

@@ -1,0 +1,45 @@
+/*
+ * sleeper: a control that does not hang. Two threads, main and "napper",
+ * only sleep: nanosleep of one second, in a loop, for ever. A tool that
+ * reports a deadlock here is wrong; the right verdict is "sleeping".
+ */
+#include "patient.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+static _Atomic pid_t napper_tid;
+static volatile int sink;
+
+static PATIENT_NOINLINE void nap_forever(void)
+{
+	struct timespec sec = {1, 0};
+	for (;;)
+		sink += nanosleep(&sec, NULL);
+}
+
+static void *napper(void *arg)
+{
+	(void)arg;
+	napper_tid = patient_gettid();
+	nap_forever();
+	return NULL;
+}
+
+int main(void)
+{
+	pthread_t th;
+	errno = pthread_create(&th, NULL, napper, NULL);
+	if (errno != 0)
+		patient_die("pthread_create");
+	pthread_setname_np(th, "napper");
+	pid_t tid;
+	struct timespec ms = {0, 1000000};
+	while ((tid = napper_tid) == 0)
+		nanosleep(&ms, NULL);
+	int nr = PATIENT_SYS_CLOCK_NANOSLEEP;
+	patient_wait_blocked(&tid, &nr, 1);
+	patient_ready();
+	nap_forever();
+	return 0;
+}
