@@ -39,6 +39,8 @@ func permissionError(pid int, cause error) error {
 	}
 	if os.Geteuid() != 0 {
 		why = append(why, "hangdoc is not root and may lack CAP_SYS_PTRACE or not own the process (try sudo)")
+	} else {
+		why = append(why, "hangdoc runs as root, so the target may be in another user namespace or protected by a security module (SELinux, AppArmor, seccomp)")
 	}
 	why = append(why, "in a container: `docker run --cap-add=SYS_PTRACE`, or `kubectl debug --profile=general`")
 	return fmt.Errorf("%w for pid %d (%v): %s", ErrPermission, pid, cause, strings.Join(why, "; "))
@@ -60,11 +62,25 @@ func checkTarget(pid int) (taskStat, error) {
 		return st, fmt.Errorf("pid %d: %v", pid, err)
 	case st.Flags&pfKthread != 0:
 		return st, fmt.Errorf("%w: pid %d (%s) is a kernel thread; it has no user stack", ErrNotTarget, pid, st.Name)
-	case st.State == 'Z':
+	case st.State == 'Z' && !anyThreadAlive(pid):
 		return st, fmt.Errorf("%w: pid %d (%s) is a zombie: it has exited and waits for its parent (pid %d) to reap it", ErrNotTarget, pid, st.Name, st.PPid)
 	}
+	// Reading a thread's syscall state takes the same permission as
+	// ptrace: asking now gives the user the reason before any work.
 	if _, err := readSyscall(pid, pid); isPermission(err) {
 		return st, permissionError(pid, err)
 	}
 	return st, nil
+}
+
+// anyThreadAlive tells a zombie process from one whose main thread
+// called pthread_exit while others run on (its main thread shows Z too).
+func anyThreadAlive(pid int) bool {
+	tids, _ := listTasks(pid)
+	for _, tid := range tids {
+		if st, err := readStat(pid, tid); err == nil && st.State != 'Z' && st.State != 'X' {
+			return true
+		}
+	}
+	return false
 }

@@ -57,11 +57,13 @@ func (s *sampler) sampleTarget(tg *target, first bool) {
 		tg.exited = true
 		return
 	}
+	alive := 0
 	for _, tid := range tids {
 		st, err := readStat(tg.pid, tid)
-		if err != nil {
-			continue // exited between the listing and now
+		if err != nil || st.State == 'Z' || st.State == 'X' {
+			continue // exited: what earlier samples read stays
 		}
+		alive++
 		acc := tg.threads[tid]
 		if acc != nil && acc.startT != st.StartT {
 			acc.t.Notes = append(acc.t.Notes, fmt.Sprintf("thread id %d was reused by a new thread during sampling", tid))
@@ -84,6 +86,9 @@ func (s *sampler) sampleTarget(tg *target, first bool) {
 		sm.Stack, sm.Wait = s.stackOf(tg, tid, st, &acc.t.Notes)
 		acc.t.Samples = append(acc.t.Samples, sm)
 		acc.t.Stack, acc.t.Wait = sm.Stack, sm.Wait
+	}
+	if alive == 0 {
+		tg.exited = true
 	}
 }
 

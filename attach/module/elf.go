@@ -212,7 +212,9 @@ func parse(r io.ReaderAt, size int64, closer io.Closer, path string, opts Option
 
 func (f *File) note(s string) { f.Notes = append(f.Notes, s) }
 
-// Close releases the file descriptor kept for reading line tables later.
+// Close releases the file descriptor kept for reading the line table on
+// first use; after it, lines not read yet are not available. Symbols and
+// CFI stay usable.
 func (f *File) Close() error { return f.lines.close() }
 
 // readLoads keeps the PT_LOAD headers and rejects a file whose segments

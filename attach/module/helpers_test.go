@@ -50,10 +50,8 @@ var variants = []struct{ name, cmd string }{
 // progs builds the test programs (once) and returns variant → path.
 func progs(t testing.TB) map[string]string {
 	t.Helper()
-	for _, tool := range []string{"gcc", "g++", "strip", "objcopy", "nm"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not installed", tool)
-		}
+	if missing := missingTool(); missing != "" {
+		t.Skipf("%s not installed", missing)
 	}
 	buildOnce.Do(func() {
 		buildDir, buildErr = os.MkdirTemp("", "hangdoc-module-")
@@ -83,6 +81,16 @@ func progs(t testing.TB) map[string]string {
 		t.Fatal(buildErr)
 	}
 	return bins
+}
+
+// missingTool names a build tool the tests need that is not installed.
+func missingTool() string {
+	for _, tool := range []string{"gcc", "g++", "strip", "objcopy", "nm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return tool
+		}
+	}
+	return ""
 }
 
 // nmAddrs returns the defined symbols of path by name, as nm sees them.

@@ -6,10 +6,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hangdoc/hangdoc/attach/unwind"
+	"github.com/go-delve/delve/pkg/dwarf/frame"
 )
 
-var _ unwind.Tables = (*Space)(nil)
+// Space implements unwind.Tables; checked structurally so that unwind may
+// import this package one day without an import cycle in tests.
+var _ interface {
+	FDEForPC(pc uint64) *frame.FrameDescriptionEntry
+} = (*Space)(nil)
 
 // TestSpaceLive starts the patients, loads their maps and symbolizes the
 // addresses they print.

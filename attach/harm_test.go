@@ -1,0 +1,193 @@
+package attach_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hangdoc/hangdoc/attach"
+	"github.com/hangdoc/hangdoc/internal/patient"
+)
+
+// checkReleased fails the test if any thread of pid is in a ptrace stop
+// or still has a tracer: hangdoc must leave nothing of itself behind.
+func checkReleased(t *testing.T, pid int) {
+	t.Helper()
+	// A tracer's exit releases its tracees as part of the exit; give the
+	// kernel a moment to finish it before calling a stuck thread a failure.
+	var last string
+	for try := 0; try < 50; try++ {
+		last = ""
+		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		if err != nil {
+			t.Fatalf("patient %d is gone: %v", pid, err)
+		}
+		for _, e := range tasks {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", pid, e.Name()))
+			if err != nil {
+				continue
+			}
+			st := string(b)
+			if strings.Contains(st, "\nState:\tt") || !strings.Contains(st, "\nTracerPid:\t0\n") {
+				last = fmt.Sprintf("thread %s still traced or in a ptrace stop:\n%s", e.Name(), st)
+				break
+			}
+		}
+		if last == "" {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal(last)
+}
+
+// checkInvariants asks the invariants patient whether anything it checks
+// was disturbed: a lost record, an EINTR, a late timer.
+func checkInvariants(t *testing.T, p *patient.Proc) string {
+	t.Helper()
+	line := p.Ask(t, syscall.SIGUSR1, "ok ", 5*time.Second)
+	if !strings.HasPrefix(line, "ok ") || !strings.Contains(line, " eintr=0 ") || !strings.HasSuffix(line, " short=0") {
+		t.Fatalf("patient's invariants broken: %s", line)
+	}
+	return line
+}
+
+// TestAttachKeepsInvariants attaches 50 times to a busy patient that
+// checks its own invariants; it must notice nothing.
+func TestAttachKeepsInvariants(t *testing.T) {
+	patient.RequirePtrace(t)
+	p := patient.Start(t, patient.Build(t, "invariants.c", patient.O2g...))
+	before := checkInvariants(t, p)
+	stops := 0
+	for i := 0; i < 50; i++ {
+		// One SIGUSR2 lands in the middle of each attach: none may be
+		// lost, even when it arrives while a thread is held.
+		go func() { time.Sleep(2 * time.Millisecond); p.Signal(syscall.SIGUSR2) }()
+		snap, st, err := attach.AttachStats(context.Background(), []int{p.Pid}, attach.Options{Samples: 2, Interval: 5 * time.Millisecond})
+		if err != nil {
+			t.Fatalf("attach %d: %v", i, err)
+		}
+		if n := len(snap.Processes[0].Threads); n < 8 {
+			t.Fatalf("attach %d: %d threads, want 8", i, n)
+		}
+		stops += st.Stops
+		checkReleased(t, p.Pid)
+	}
+	if stops == 0 {
+		t.Fatal("no thread was ever stopped: the test did not exercise ptrace stops")
+	}
+	time.Sleep(50 * time.Millisecond)
+	after := checkInvariants(t, p)
+	if !strings.Contains(after, " usr2=50 ") {
+		t.Errorf("SIGUSR2 count after 50 signals, one per attach: %s", after)
+	}
+	t.Logf("50 attaches, %d ptrace stops\nbefore: %s\nafter:  %s", stops, before, after)
+}
+
+// hangdocBinary builds cmd/hangdoc once per test binary.
+func hangdocBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(patient.CacheDir(), "hangdoc-under-test")
+	buildOnce.Do(func() {
+		out, err := exec.Command("go", "build", "-o", bin, "github.com/hangdoc/hangdoc/cmd/hangdoc").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return bin
+}
+
+// TestKillDuringAttach SIGKILLs hangdoc at random moments of an attach,
+// 50 times: each time, every thread of the target must leave its ptrace
+// stop and the target must go on undisturbed.
+func TestKillDuringAttach(t *testing.T) {
+	patient.RequirePtrace(t)
+	bin := hangdocBinary(t)
+	p := patient.Start(t, patient.Build(t, "invariants.c", patient.O2g...))
+	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+	killed := 0
+	for i := 0; i < 50; i++ {
+		cmd := exec.Command(bin, "attach", "--samples", "20", "--interval", "2ms", fmt.Sprint(p.Pid))
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// Startup (module loading) takes some milliseconds; sampling the
+		// 20 rounds some more: spread the kill over both.
+		time.Sleep(time.Duration(rng.Intn(120)) * time.Millisecond)
+		cmd.Process.Kill()
+		err := cmd.Wait()
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			killed++
+		} else if err != nil {
+			t.Fatalf("run %d: hangdoc failed before it was killed: %v", i, err)
+		}
+		checkReleased(t, p.Pid)
+	}
+	if killed < 25 {
+		t.Fatalf("only %d of 50 runs were killed mid-way: the kill came too late to test anything", killed)
+	}
+	line := checkInvariants(t, p)
+	t.Logf("%d of 50 runs killed mid-attach; patient: %s", killed, line)
+}
+
+// TestStoppedProcessStaysStopped: a process stopped (state T) before
+// hangdoc came is left stopped, and runs again on SIGCONT.
+func TestStoppedProcessStaysStopped(t *testing.T) {
+	patient.RequirePtrace(t)
+	p := patient.Start(t, patient.Build(t, "invariants.c", patient.O2g...))
+	if err := syscall.Kill(p.Pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	waitStates(t, p.Pid, "T")
+	snap, err := attach.Attach(context.Background(), []int{p.Pid}, attach.Options{Samples: 2, Interval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, th := range snap.Processes[0].Threads {
+		if th.State != "T" || len(th.Stack) == 0 {
+			t.Errorf("thread %d: state %s, %d frames; want T and a stack", th.Tid, th.State, len(th.Stack))
+		}
+	}
+	time.Sleep(50 * time.Millisecond)
+	waitStates(t, p.Pid, "T")
+	syscall.Kill(p.Pid, syscall.SIGCONT)
+	checkInvariants(t, p)
+}
+
+// waitStates waits until every thread of pid is in the given state.
+func waitStates(t *testing.T, pid int, state string) {
+	t.Helper()
+	var tasks map[int]string
+	for try := 0; try < 200; try++ {
+		var err error
+		tasks, err = patient.Tasks(pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all := true
+		for _, s := range tasks {
+			all = all && s == state
+		}
+		if all {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("pid %d: thread states %v, want all %s", pid, tasks, state)
+}
+
+var (
+	buildOnce sync.Once
+	buildErr  error
+)
