@@ -71,8 +71,12 @@ func writeProcess(ew *errWriter, p palette, snap *stacks.Snapshot, proc *stacks.
 	}
 	ew.printf("%s %s\n", p.head.Sprintf("pid %d", proc.Pid), Sanitize(cmd))
 	groups := stacks.GroupThreads(proc.Threads)
-	ew.printf("%s\n", p.dim.Sprintf("%d threads in %d groups · %d samples %v apart · parent %d",
-		len(proc.Threads), len(groups), snap.Samples, snap.Interval.String(), proc.PPid))
+	sampling := "1 sample"
+	if snap.Samples > 1 {
+		sampling = fmt.Sprintf("%d samples %v apart", snap.Samples, snap.Interval)
+	}
+	ew.printf("%s\n", p.dim.Sprintf("%s in %s · %s · parent %d",
+		plural(len(proc.Threads), "thread"), plural(len(groups), "group"), sampling, proc.PPid))
 	for _, g := range groups {
 		ew.printf("\n")
 		writeGroup(ew, p, g)
@@ -91,10 +95,7 @@ func writeGroup(ew *errWriter, p palette, g stacks.Group) {
 	for _, t := range g.Threads {
 		cpu += t.CPU
 	}
-	head := fmt.Sprintf("%d thread", len(g.Threads))
-	if len(g.Threads) > 1 {
-		head += "s"
-	}
+	head := plural(len(g.Threads), "thread")
 	ew.printf("%s  %s  %.0f%% CPU", p.head.Sprint(head), t0.State, cpu/float64(len(g.Threads)))
 	if wt := waitText(t0.Wait); wt != "" {
 		ew.printf("  %s", wt)
@@ -120,6 +121,14 @@ func writeGroup(ew *errWriter, p palette, g stacks.Group) {
 			ew.printf("  %s\n", p.warn.Sprintf("thread %d: %s", t.Tid, Sanitize(n)))
 		}
 	}
+}
+
+// plural says "1 thread", "2 threads".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // threadList names up to n threads: "1235 worker, 1236 worker, … (+12)".

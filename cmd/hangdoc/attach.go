@@ -35,7 +35,12 @@ a bounded time) only when its registers are needed. If hangdoc is killed,
 the target runs on.
 
 Needs ptrace permission over the target: root, or CAP_SYS_PTRACE.`,
-		Args: cobra.MinimumNArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageError{fmt.Errorf("attach needs a process id (see `hangdoc attach --help`)")}
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			for _, a := range args {
 				pid, err := strconv.Atoi(a)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -32,7 +33,7 @@ func main() {
 	}
 	fmt.Fprintf(ios.errOut, "hangdoc: %v\n", err)
 	var ue usageError
-	if errors.As(err, &ue) {
+	if errors.As(err, &ue) || strings.HasPrefix(err.Error(), "unknown command") {
 		os.Exit(exitUsage)
 	}
 	os.Exit(exitAnalysis)
