@@ -65,6 +65,7 @@ func AttachStats(ctx context.Context, pids []int, opts Options) (*stacks.Snapsho
 		Taken:    start.UTC(),
 		Samples:  opts.Samples,
 		Interval: stacks.Duration(opts.Interval),
+		Evidence: stacks.Evidence{Owners: true, CPU: true, Syscalls: true, Lineage: true},
 	}
 	// Everything that can be read without stopping is read first:
 	// mappings, modules, symbols and unwind tables.
@@ -130,10 +131,12 @@ func openTarget(pid int) (*target, error) {
 	}
 	space, notes := modules.Load(pid, maps)
 	proc.Modules, proc.Notes = space.Modules(), notes
-	return &target{
+	tg := &target{
 		pid: pid, stat: st, maps: maps, space: space, proc: proc,
 		threads: map[int]*threadAcc{}, symbols: map[uint64]stacks.Frame{},
-	}, nil
+	}
+	tg.lineage()
+	return tg, nil
 }
 
 // finish computes per-thread figures once sampling is over.

@@ -104,17 +104,30 @@ func (s *sampler) stackOf(tg *target, tid int, st taskStat, notes *[]string) ([]
 	if !sc.Running {
 		wait = waitOf(sc)
 		wait.Wchan = readWchan(tg.pid, tid)
+		if wait.Fd > 0 || wait.Syscall == "read" {
+			wait.FdTarget = fdTarget(tg.pid, wait.Fd)
+		}
+	}
+	frames := s.unwindThread(tg, tid, sc, notes)
+	tg.lockEvidence(wait, frames)
+	return frames, wait
+}
+
+// unwindThread unwinds from /proc's view of a blocked thread, or from
+// its registers under a stop when it runs or /proc's view is not enough.
+func (s *sampler) unwindThread(tg *target, tid int, sc syscallState, notes *[]string) []stacks.Frame {
+	if !sc.Running {
 		if res, ok := s.unwindBlocked(tg, tid, sc); ok {
-			return s.symbolize(tg, res, notes), wait
+			return s.symbolize(tg, res, notes)
 		}
 	}
 	stp, err := s.stop(tg, tid)
 	if err != nil {
 		addNote(notes, err.Error())
-		return nil, wait
+		return nil
 	}
 	res := unwind.Unwind(stp.Regs, &unwind.Overlay{Base: stp.Base, Data: stp.Stack, Next: liveMemory(tg.pid)}, tg.space, unwind.Options{MaxDepth: s.opts.MaxDepth})
-	return s.symbolize(tg, res, notes), wait
+	return s.symbolize(tg, res, notes)
 }
 
 // unwindBlocked unwinds a thread blocked in the kernel from the stack

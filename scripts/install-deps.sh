@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what hangdoc's tests and benchmarks need: compilers for the
 # patients, gdb and eu-stack (elfutils) to cross-check and compare against,
-# python3 for the Python patients, make. Idempotent: when everything is
+# python3 for the Python patients, make, and libc6-dbg so that libc's
+# static functions have names (for hangdoc and for gdb alike). Idempotent: when everything is
 # already there it touches nothing; apt-get update runs only when something
 # is missing.
 set -euo pipefail
@@ -15,10 +16,11 @@ declare -A probe=(
 	[python3]=/usr/bin/python3
 	[python3-dev]=/usr/bin/python3-config
 	[make]=/usr/bin/make
+	[libc6-dbg]=/usr/share/doc/libc6-dbg
 )
 
 missing=()
-for pkg in gcc g++ gdb elfutils python3 python3-dev make; do
+for pkg in gcc g++ gdb elfutils python3 python3-dev make libc6-dbg; do
 	if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' ||
 		[ ! -e "${probe[$pkg]}" ]; then
 		missing+=("$pkg")
@@ -26,7 +28,7 @@ for pkg in gcc g++ gdb elfutils python3 python3-dev make; do
 done
 
 if [ ${#missing[@]} -eq 0 ]; then
-	echo "install-deps: nothing to install (gcc g++ gdb elfutils python3 python3-dev make present)"
+	echo "install-deps: nothing to install (gcc g++ gdb elfutils python3 python3-dev make libc6-dbg present)"
 	exit 0
 fi
 

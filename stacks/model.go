@@ -15,7 +15,19 @@ type Snapshot struct {
 	Taken     time.Time  `json:"taken"`
 	Samples   int        `json:"samples"`
 	Interval  Duration   `json:"interval"`
+	Evidence  Evidence   `json:"evidence"`
 	Processes []*Process `json:"processes"`
+}
+
+// Evidence says what kinds of facts the source could give, so heuristics
+// can weigh a missing fact right: no mutex owner in a gdb dump means
+// "not known", in a live attach it means "no owner recorded".
+type Evidence struct {
+	Owners    bool `json:"owners"`    // mutex owners read from memory
+	CPU       bool `json:"cpu"`       // CPU ticks per sample
+	Syscalls  bool `json:"syscalls"`  // what each thread waits on in the kernel
+	Lineage   bool `json:"lineage"`   // parents, children, fork without exec
+	Arguments bool `json:"arguments"` // frame arguments (lock addresses) from a dump
 }
 
 // Process is one process and its threads.
@@ -33,6 +45,23 @@ type Process struct {
 	// Exited is set when the process went away during sampling; what was
 	// read before stays in the snapshot.
 	Exited bool `json:"exited,omitempty"`
+	// Fork is set for a child that fork()ed from its parent and never
+	// exec'd: it runs on a copy of the parent's memory, locks included.
+	Fork *Fork `json:"fork,omitempty"`
+	// Children are the pids of the process's children.
+	Children []int `json:"children,omitempty"`
+}
+
+// Fork describes a forked child that did not exec.
+type Fork struct {
+	ParentPid int `json:"parent_pid"`
+	// ParentThreads are the parent's thread ids when sampled: an owner
+	// recorded in an inherited mutex that is one of these was a parent
+	// thread at the fork.
+	ParentThreads []int `json:"parent_threads"`
+	// ParentModules are the parent's mapped objects (driver libraries the
+	// parent initialised tell a fork-after-init hang).
+	ParentModules []string `json:"parent_modules,omitempty"`
 }
 
 // Module is a mapped ELF object.
@@ -75,6 +104,27 @@ type Wait struct {
 	Op      string `json:"op,omitempty"`   // futex operation, e.g. "FUTEX_WAIT_PRIVATE"
 	Fd      int    `json:"fd,omitempty"`   // for reads, writes and polls on one fd
 	Wchan   string `json:"wchan,omitempty"`
+	// FdTarget says what the fd is: "pipe:[1234]", "socket:[5678]",
+	// a path.
+	FdTarget string `json:"fd_target,omitempty"`
+	// Mutex is the pthread mutex whose futex the thread waits on, read
+	// when the stack shows a mutex lock.
+	Mutex *Mutex `json:"mutex,omitempty"`
+	// JoinTid is the thread a pthread_join waits for.
+	JoinTid int `json:"join_tid,omitempty"`
+	// Value is the futex word when it was read.
+	Value *uint32 `json:"value,omitempty"`
+}
+
+// Mutex is a glibc pthread_mutex_t as read from the target's memory.
+type Mutex struct {
+	Addr  uint64 `json:"addr"`
+	Lock  uint32 `json:"lock"`  // __lock: 0 free, 1 locked, 2 locked with waiters (low bits of the owner TID for PI/robust)
+	Owner int    `json:"owner"` // __owner: the TID that holds it, 0 when none is recorded (lock elision, a free lock)
+	Kind  uint32 `json:"kind"`  // __kind: PTHREAD_MUTEX_{NORMAL 0, RECURSIVE 1, ERRORCHECK 2, ADAPTIVE 3}, +16 robust, +32 PI, +64 PP
+	// Symbol names the mutex when a symbol covers its address
+	// ("server_lock").
+	Symbol string `json:"symbol,omitempty"`
 }
 
 // Frame is one stack frame, innermost first.

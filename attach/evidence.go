@@ -1,0 +1,260 @@
+package attach
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/hangdoc/hangdoc/attach/module"
+	"github.com/hangdoc/hangdoc/stacks"
+)
+
+// lockEvidence adds what the futex word and the lock around it say:
+// the futex value, and for a pthread mutex its owner, lock word and kind;
+// for pthread_join, the thread joined. It reads the target's memory with
+// process_vm_readv and never stops anything.
+func (tg *target) lockEvidence(w *stacks.Wait, stack []stacks.Frame) {
+	if w == nil || w.Syscall != "futex" || w.Addr == 0 {
+		return
+	}
+	var word [24]byte
+	n, _ := readMemory(tg.pid, word[:], w.Addr)
+	if n < 4 {
+		return
+	}
+	v := binary.LittleEndian.Uint32(word[:4])
+	w.Value = &v
+	switch {
+	case inFrames(stack, 8, isJoin):
+		// glibc's pthread_join waits on the joined thread's tid field,
+		// which holds that tid until the thread exits.
+		w.JoinTid = int(v)
+	case inFrames(stack, 8, isMutexLock) && n == len(word):
+		m := &stacks.Mutex{
+			Addr:  w.Addr,
+			Lock:  v,
+			Owner: int(int32(binary.LittleEndian.Uint32(word[8:12]))),
+			Kind:  binary.LittleEndian.Uint32(word[16:20]),
+		}
+		if strings.HasPrefix(w.Op, "FUTEX_LOCK_PI") && m.Owner == 0 {
+			// A PI mutex keeps its owner in the lock word itself.
+			m.Owner = int(v & 0x3fffffff)
+		}
+		if sym := tg.space.Symbolize(w.Addr); sym.Func != "" {
+			m.Symbol = sym.Func
+		}
+		w.Mutex = m
+	}
+}
+
+// isMutexLock matches the frames of a pthread mutex acquisition (glibc
+// and libstdc++); the private low-level lock of malloc or stdio
+// (__lll_lock_wait_private) is a bare int, not a mutex, and is left out.
+func isMutexLock(fn string) bool {
+	fn = strings.TrimLeft(fn, "_")
+	return strings.HasPrefix(fn, "pthread_mutex_lock") ||
+		strings.HasPrefix(fn, "pthread_mutex_timedlock") ||
+		strings.HasPrefix(fn, "pthread_mutex_clocklock") ||
+		strings.HasPrefix(fn, "GI___pthread_mutex_lock") ||
+		fn == "lll_lock_wait" ||
+		fn == "pthread_mutex_cond_lock" ||
+		strings.HasPrefix(fn, "std::mutex::lock") ||
+		strings.HasPrefix(fn, "std::recursive_mutex::lock")
+}
+
+func isJoin(fn string) bool {
+	fn = strings.TrimLeft(fn, "_")
+	return strings.HasPrefix(fn, "pthread_join") || strings.HasPrefix(fn, "pthread_clockjoin") ||
+		strings.HasPrefix(fn, "pthread_timedjoin") || strings.HasPrefix(fn, "std::thread::join")
+}
+
+// inFrames says whether one of the n innermost frames matches.
+func inFrames(stack []stacks.Frame, n int, match func(string) bool) bool {
+	for i, f := range stack {
+		if i == n {
+			break
+		}
+		if match(f.Func) {
+			return true
+		}
+	}
+	return false
+}
+
+// fdTarget says what a file descriptor is: a path, "pipe:[inode]", or
+// for a socket its addresses ("socket:[inode] tcp 127.0.0.1:5000 ->
+// 127.0.0.1:41234").
+func fdTarget(pid, fd int) string {
+	link, err := os.Readlink(procPath(pid, "fd", strconv.Itoa(fd)))
+	if err != nil {
+		return ""
+	}
+	if ino, ok := strings.CutPrefix(link, "socket:["); ok {
+		if peer := socketAddrs(pid, strings.TrimSuffix(ino, "]")); peer != "" {
+			return link + " " + peer
+		}
+	}
+	return link
+}
+
+// socketAddrs finds a socket inode in the process's network namespace
+// tables (/proc/PID/net/{tcp,tcp6,udp,udp6,unix}).
+func socketAddrs(pid int, inode string) string {
+	for _, proto := range []string{"tcp", "tcp6", "udp", "udp6"} {
+		f, err := os.Open(procPath(pid, "net", proto))
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			// sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+			fs := strings.Fields(sc.Text())
+			if len(fs) > 9 && fs[9] == inode {
+				f.Close()
+				return fmt.Sprintf("%s %s -> %s", proto, hexAddr(fs[1]), hexAddr(fs[2]))
+			}
+		}
+		f.Close()
+	}
+	f, err := os.Open(procPath(pid, "net", "unix"))
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// Num RefCount Protocol Flags Type St Inode [Path]
+		fs := strings.Fields(sc.Text())
+		if len(fs) > 6 && fs[6] == inode {
+			if len(fs) > 7 {
+				return "unix " + fs[7]
+			}
+			return "unix"
+		}
+	}
+	return ""
+}
+
+// hexAddr turns /proc/net's "0100007F:1388" into "127.0.0.1:5000".
+func hexAddr(s string) string {
+	host, port, ok := strings.Cut(s, ":")
+	if !ok {
+		return s
+	}
+	p, _ := strconv.ParseUint(port, 16, 16)
+	raw := make([]byte, len(host)/2)
+	for i := range raw {
+		b, err := strconv.ParseUint(host[2*i:2*i+2], 16, 8)
+		if err != nil {
+			return s
+		}
+		raw[i] = byte(b)
+	}
+	// The kernel prints each 32-bit word in host (little-endian) order.
+	for i := 0; i+4 <= len(raw); i += 4 {
+		raw[i], raw[i+1], raw[i+2], raw[i+3] = raw[i+3], raw[i+2], raw[i+1], raw[i]
+	}
+	return net.JoinHostPort(net.IP(raw).String(), strconv.FormatUint(p, 10))
+}
+
+// lineage fills in the process's children and, for a child that forked
+// without exec, what it inherited from its parent.
+func (tg *target) lineage() {
+	tg.proc.Children = children(tg.pid)
+	parent := tg.stat.PPid
+	if parent <= 1 || !forkedWithoutExec(tg.pid, parent) {
+		return
+	}
+	fork := &stacks.Fork{ParentPid: parent}
+	fork.ParentThreads, _ = listTasks(parent)
+	if maps, err := readMaps(parent); err == nil {
+		seen := map[string]bool{}
+		for _, m := range maps {
+			if strings.HasPrefix(m.Path, "/") && !seen[m.Path] {
+				seen[m.Path] = true
+				fork.ParentModules = append(fork.ParentModules, m.Path)
+			}
+		}
+	}
+	tg.proc.Fork = fork
+}
+
+// forkedWithoutExec: a child that never exec'd runs the parent's
+// executable with the parent's stack and binary at the parent's
+// addresses; an exec, even of the same binary, draws new random ones.
+// (With randomisation off, `setarch -R`, a re-exec looks like a fork.)
+func forkedWithoutExec(pid, parent int) bool {
+	exe, err1 := os.Stat(procPath(pid, "exe"))
+	pexe, err2 := os.Stat(procPath(parent, "exe"))
+	if err1 != nil || err2 != nil || !os.SameFile(exe, pexe) {
+		return false
+	}
+	mine, err1 := readMaps(pid)
+	theirs, err2 := readMaps(parent)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	start := func(ms []module.Mapping, path string) uint64 {
+		for _, m := range ms {
+			if m.Path == path {
+				return m.Start
+			}
+		}
+		return 0
+	}
+	for _, p := range []string{"[stack]", mainPath(mine)} {
+		if a := start(mine, p); a == 0 || a != start(theirs, p) {
+			return false
+		}
+	}
+	return true
+}
+
+// mainPath is the path of the first file mapping: the executable.
+func mainPath(ms []module.Mapping) string {
+	for _, m := range ms {
+		if strings.HasPrefix(m.Path, "/") {
+			return m.Path
+		}
+	}
+	return ""
+}
+
+// children lists a process's children from each thread's children file,
+// falling back to a scan of /proc when the kernel lacks that file.
+func children(pid int) []int {
+	var out []int
+	tids, _ := listTasks(pid)
+	ok := false
+	for _, tid := range tids {
+		b, err := os.ReadFile(taskPath(pid, tid, "children"))
+		if err != nil {
+			continue
+		}
+		ok = true
+		for _, f := range strings.Fields(string(b)) {
+			if c, err := strconv.Atoi(f); err == nil {
+				out = append(out, c)
+			}
+		}
+	}
+	if ok {
+		return out
+	}
+	ents, _ := os.ReadDir(procRoot)
+	for _, e := range ents {
+		c, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st, err := readStat(c, c); err == nil && st.PPid == pid {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+

@@ -1,0 +1,97 @@
+package heuristics
+
+import (
+	"sort"
+
+	"github.com/hangdoc/hangdoc/stacks"
+)
+
+// Signature is one catalogue entry: a stable id, what it names, the fix,
+// and a matcher that reads the analysis and returns its diagnoses.
+type Signature struct {
+	ID      string
+	Title   string
+	Explain string // for `hangdoc signatures`: what it is and why it hangs
+	Fix     string // the generic fix; a diagnosis may say it more precisely
+	// Rank orders diagnoses: lower is more specific (a fork-inherited
+	// lock explains the cycle-free wait better than lost-wakeup does).
+	Rank  int
+	Match func(a *Analysis) []Diagnosis
+}
+
+// Catalogue lists every built-in signature, most specific first. Each
+// entry lives in a file of its own with its tests.
+var Catalogue []*Signature
+
+// register adds a signature; each entry's file calls it from init.
+func register(s *Signature) { Catalogue = append(Catalogue, s) }
+
+// Lookup returns the signature with the given id, or nil.
+func Lookup(id string) *Signature {
+	for _, s := range Catalogue {
+		if s.ID == id {
+			return s
+		}
+	}
+	return nil
+}
+
+// Options tune Diagnose.
+type Options struct {
+	// Rules are known-issue rules besides the built-in ones (--rules FILE).
+	Rules []Rule
+}
+
+// Diagnose runs the catalogue over a snapshot and returns its diagnoses,
+// the most specific and most certain first. A snapshot that is not stuck
+// gets no deadlock claim.
+func Diagnose(snap *stacks.Snapshot, opts Options) []Diagnosis {
+	a := NewAnalysis(snap)
+	var out []Diagnosis
+	for _, s := range sortedCatalogue() {
+		for _, d := range s.Match(a) {
+			if d.ID == "" {
+				d.ID = s.ID
+			}
+			if d.Title == "" {
+				d.Title = s.Title
+			}
+			if d.Fix == "" {
+				d.Fix = s.Fix
+			}
+			out = append(out, d)
+		}
+	}
+	out = refine(a, out, append(builtinRules(), opts.Rules...))
+	rank(out)
+	return out
+}
+
+func sortedCatalogue() []*Signature {
+	c := append([]*Signature(nil), Catalogue...)
+	sort.SliceStable(c, func(i, j int) bool { return c[i].Rank < c[j].Rank })
+	return c
+}
+
+// rank puts deadlocks before verdicts that are not, then certainty, then
+// the catalogue's order of specificity.
+func rank(ds []Diagnosis) {
+	order := map[string]int{}
+	for i, s := range sortedCatalogue() {
+		order[s.ID] = i
+	}
+	conf := map[string]int{High: 0, Medium: 1, Low: 2}
+	sort.SliceStable(ds, func(i, j int) bool {
+		a, b := ds[i], ds[j]
+		if a.Deadlock != b.Deadlock {
+			return a.Deadlock
+		}
+		if (a.KnownIssue != nil) != (b.KnownIssue != nil) {
+			return a.KnownIssue != nil
+		}
+		if conf[a.Confidence] != conf[b.Confidence] {
+			return conf[a.Confidence] < conf[b.Confidence]
+		}
+		return order[a.ID] < order[b.ID]
+	})
+}
