@@ -257,4 +257,3 @@ func children(pid int) []int {
 	}
 	return out
 }
-
