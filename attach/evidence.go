@@ -44,9 +44,7 @@ func (tg *target) lockEvidence(w *stacks.Wait, stack []stacks.Frame) {
 			// A PI mutex keeps its owner in the lock word itself.
 			m.Owner = int(v & 0x3fffffff)
 		}
-		if sym := tg.space.Symbolize(w.Addr); sym.Func != "" {
-			m.Symbol = sym.Func
-		}
+		m.Symbol = tg.space.DataSymbol(w.Addr)
 		w.Mutex = m
 	}
 }

@@ -455,3 +455,34 @@ func checkPython(t *testing.T, p *patient.Proc, proc *stacks.Process) {
 		t.Errorf("no thread started by pthread: %q", all)
 	}
 }
+
+// TestLockEvidence: in mutex_o2 main holds the mutex and joins ant; the
+// four workers wait for the mutex. The owner is read from the mutex
+// itself, the joined thread from the futex word.
+func TestLockEvidence(t *testing.T) {
+	patient.RequirePtrace(t)
+	p := patient.Start(t, patient.Build(t, "mutex_o2.c", patient.O2...))
+	snap, err := attach.Attach(context.Background(), []int{p.Pid}, attach.Options{Samples: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	proc := snap.Processes[0]
+	ant := threadNamed(t, proc, "ant")
+	for _, th := range proc.Threads {
+		w := th.Wait
+		if th.Tid == p.Pid {
+			if w == nil || w.JoinTid != ant.Tid {
+				t.Errorf("main: wait %+v, want join of ant (%d)", w, ant.Tid)
+			}
+			continue
+		}
+		if w == nil || w.Mutex == nil || w.Mutex.Owner != p.Pid || w.Mutex.Kind != 0 || w.Mutex.Lock != 2 {
+			t.Errorf("thread %d %s: wait %+v, want a normal mutex, locked with waiters, owned by main (%d)", th.Tid, th.Name, w, p.Pid)
+		} else if w.Mutex.Symbol != "the_lock" {
+			t.Errorf("thread %d: mutex symbol %q, want the_lock", th.Tid, w.Mutex.Symbol)
+		}
+	}
+	if proc.Fork != nil {
+		t.Errorf("mutex_o2 was started by exec, not forked: %+v", proc.Fork)
+	}
+}

@@ -17,6 +17,7 @@ const clockTicks = 100
 type addressSpace interface {
 	unwind.Tables
 	Symbolize(pc uint64) stacks.Frame
+	DataSymbol(addr uint64) string
 	Modules() []stacks.Module
 }
 

@@ -49,12 +49,7 @@ func newPalette(on bool) palette {
 func Text(w io.Writer, snap *stacks.Snapshot, diags []heuristics.Diagnosis, opt TextOptions) error {
 	p := newPalette(opt.Color)
 	ew := &errWriter{w: w}
-	for _, d := range diags {
-		ew.printf("%s %s\n", p.warn.Sprint(d.ID+":"), Sanitize(d.Summary))
-	}
-	if len(diags) > 0 {
-		ew.printf("\n")
-	}
+	writeDiagnoses(ew, p, diags)
 	for i, proc := range snap.Processes {
 		if i > 0 {
 			ew.printf("\n")
@@ -120,6 +115,45 @@ func writeGroup(ew *errWriter, p palette, g stacks.Group) {
 		for _, n := range t.Notes {
 			ew.printf("  %s\n", p.warn.Sprintf("thread %d: %s", t.Tid, Sanitize(n)))
 		}
+	}
+}
+
+// writeDiagnoses puts the verdicts first, as a person reads them: the
+// one-line summary, the chain to follow, the evidence, the fix.
+func writeDiagnoses(ew *errWriter, p palette, diags []heuristics.Diagnosis) {
+	for i, d := range diags {
+		if i > 0 {
+			ew.printf("\n")
+		}
+		tag := p.warn
+		if !d.Deadlock {
+			tag = p.dim
+		}
+		ew.printf("%s %s\n", tag.Sprintf("%s (%s confidence):", d.ID, d.Confidence), p.head.Sprint(Sanitize(d.Summary)))
+		for _, c := range d.Chain {
+			ew.printf("  %s\n", Sanitize(c))
+		}
+		if k := d.KnownIssue; k != nil {
+			ew.printf("  %s %s\n", p.warn.Sprint("known issue:"), Sanitize(k.Title))
+			for _, l := range k.Links {
+				ew.printf("    %s\n", p.loc.Sprint(Sanitize(l)))
+			}
+		}
+		if d.Fix != "" {
+			ew.printf("  %s %s\n", p.head.Sprint("fix:"), Sanitize(d.Fix))
+		}
+		if len(d.Evidence) > 0 {
+			ew.printf("  %s\n", p.dim.Sprint("evidence:"))
+			for _, e := range d.Evidence {
+				ew.printf("    %s\n", Sanitize(e))
+			}
+		}
+		for _, r := range d.Refs {
+			ew.printf("  %s %s\n", p.dim.Sprint("see"), p.loc.Sprint(Sanitize(r)))
+		}
+	}
+	if len(diags) > 0 {
+		ew.printf("\n")
 	}
 }
 

@@ -150,3 +150,24 @@ func (s *Space) Modules() []stacks.Module {
 	})
 	return out
 }
+
+// DataSymbol names the object at runtime address addr ("server_lock"),
+// "" when no symbol covers it. Unlike Lookup it also covers a module's
+// .bss, which lies in anonymous memory after the file's last mapping.
+func (s *Space) DataSymbol(addr uint64) string {
+	for _, l := range s.mods {
+		if addr < l.Bias {
+			continue
+		}
+		off := addr - l.Bias
+		for _, ph := range l.File.Loads {
+			if off >= ph.Vaddr && off-ph.Vaddr < ph.Memsz {
+				if sym, ok := l.File.Symbol(off); ok && !sym.Func {
+					return stacks.Demangle(sym.Name)
+				}
+				return ""
+			}
+		}
+	}
+	return ""
+}

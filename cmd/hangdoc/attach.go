@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hangdoc/hangdoc/attach"
+	"github.com/hangdoc/hangdoc/heuristics"
 	"github.com/hangdoc/hangdoc/report"
 )
 
@@ -82,8 +83,15 @@ func runAttach(ctx context.Context, opts *attachOptions, ios *ioStreams) error {
 	if err != nil {
 		return err
 	}
-	if opts.format == "json" {
-		return report.JSON(ios.out, snap, nil)
+	diags := heuristics.Diagnose(snap, heuristics.Options{})
+	for _, d := range diags {
+		if d.Deadlock {
+			ios.exitCode = exitHang
+			break
+		}
 	}
-	return report.Text(ios.out, snap, nil, report.TextOptions{Color: ios.colorEnabled(opts.color)})
+	if opts.format == "json" {
+		return report.JSON(ios.out, snap, diags)
+	}
+	return report.Text(ios.out, snap, diags, report.TextOptions{Color: ios.colorEnabled(opts.color)})
 }
