@@ -339,6 +339,15 @@ func TestFreezeTable(t *testing.T) {
 				fmt.Fprintf(&tb, "| %d | %s | %.3f | %s | %.1f | %s |\n",
 					n, name, ms(sum.maxFreeze), held, ms(sum.meanWall), ratio(sum.maxFreeze, ref.maxFreeze))
 			}
+			for _, name := range []string{"hangdoc", "hangdoc-3samples"} {
+				var stops []string
+				for _, s := range got[name] {
+					stops = append(stops, strconv.Itoa(s.stops))
+				}
+				if len(stops) > 0 {
+					notes = append(notes, fmt.Sprintf("%d threads, %s: ptrace stops per run %s (of %d threads per sample).", n, name, strings.Join(stops, ", "), n+2))
+				}
+			}
 			if hd := got["hangdoc"]; len(hd) > 0 && n == freezeThreadCounts[0] {
 				notes = append(notes, fmt.Sprintf("hangdoc's first run in this process (ELF modules not yet cached) took %.1f ms on %d threads; later runs reuse the cache.", ms(hd[0].wall), n))
 			}
@@ -347,7 +356,8 @@ func TestFreezeTable(t *testing.T) {
 	tb.WriteString("\n")
 	tb.WriteString(fmt.Sprintf("Longest freeze: the patient's heartbeat thread (wakes every 1 ms) saw this much more than 1 ms between two wake-ups, max over %d runs. ", freezeRuns))
 	tb.WriteString("hangdoc longest ptrace stop: Stats.MaxHeld, the longest any thread was held stopped (blocked threads are read through /proc, not stopped). ")
-	tb.WriteString("Wall: mean of the runs, start to exit. Ratio: tool's longest freeze / hangdoc's (1-sample) longest freeze.\n")
+	tb.WriteString("Wall: mean of the runs, start to exit. Ratio: tool's longest freeze / hangdoc's (1-sample) longest freeze. ")
+	tb.WriteString("gdb stops every thread for the whole run; eu-stack stops every thread too, one at a time (PTRACE_ATTACH, unwind, PTRACE_DETACH).\n")
 	for _, n := range notes {
 		tb.WriteString(n + "\n")
 	}
@@ -405,6 +415,12 @@ func machine() string {
 		nproc = strings.TrimSpace(string(out))
 	}
 	s := fmt.Sprintf("nproc %s, kernel %s, %s, %s", nproc, kernel, model, runtime.Version())
+	// Other work on the machine shows up as heartbeat gaps: say how busy it was.
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		if f := strings.Fields(string(b)); len(f) >= 3 {
+			s += fmt.Sprintf(", load average %s %s %s", f[0], f[1], f[2])
+		}
+	}
 	for _, v := range [][]string{{"gdb", "--version"}, {"eu-stack", "--version"}} {
 		if out, err := exec.Command(v[0], v[1]).Output(); err == nil {
 			s += ", " + strings.TrimSpace(strings.SplitN(string(out), "\n", 2)[0])

@@ -145,7 +145,11 @@ func waitStop(tid int, timeout time.Duration) (pending unix.Signal, err error) {
 		if time.Now().After(deadline) {
 			return 0, errStopTimeout
 		}
-		time.Sleep(backoff)
+		// nanosleep on this (locked) thread: time.Sleep parks the
+		// goroutine and costs about a millisecond of timer latency here,
+		// which the stopped thread would pay.
+		ts := unix.NsecToTimespec(backoff.Nanoseconds())
+		unix.Nanosleep(&ts, nil)
 		if backoff < time.Millisecond {
 			backoff *= 2
 		}

@@ -49,6 +49,9 @@ type sampler struct {
 	// Stops counts ptrace stops; MaxHeld is the longest one.
 	stops   int
 	maxHeld time.Duration
+	// stackBuf is reused for every blocked thread's stack copy: the copy
+	// lives only while that thread is unwound.
+	stackBuf []byte
 }
 
 // sampleTarget takes one sample of every thread of tg.
@@ -142,7 +145,10 @@ func (s *sampler) unwindBlocked(tg *target, tid int, sc syscallState) (unwind.Re
 	if m, ok := findMapping(tg.maps, sc.SP); ok && m.End-base < n {
 		n = m.End - base
 	}
-	buf := make([]byte, n)
+	if cap(s.stackBuf) < stackCopyBytes {
+		s.stackBuf = make([]byte, stackCopyBytes)
+	}
+	buf := s.stackBuf[:n]
 	k, _ := readMemory(tg.pid, buf, base)
 	again, err := readSyscall(tg.pid, tid)
 	if err != nil || again != sc {
