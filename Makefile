@@ -14,8 +14,12 @@ build:
 test:
 	$(GO) test -timeout $(TIMEOUT) ./...
 
+# Go benchmarks (unwinding, module loading, parsing), then the freeze table:
+# how long one attach stops the threads of 10-, 200- and 2000-thread
+# patients, side by side with gdb and eu-stack on the same process.
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -benchmem -timeout $(TIMEOUT) ./...
+	HANGDOC_FREEZE_TABLE=1 $(GO) test ./attach -run TestFreezeTable -v -count=1 -timeout 15m
 
 # Builds hangdoc and a patient that hangs on a mutex, attaches to it, and
 # kills the patient however the run ends.

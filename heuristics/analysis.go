@@ -1,6 +1,8 @@
 package heuristics
 
 import (
+	"fmt"
+
 	"github.com/hangdoc/hangdoc/stacks"
 )
 
@@ -18,9 +20,14 @@ type Analysis struct {
 	// threads by tid: tids are unique across the processes of one
 	// snapshot on one machine (they share one pid namespace).
 	threads map[int]ThreadRef
+	graph   *Graph
+	cycles  [][]Edge
+	// lockPids are the processes a lock signature explains, computed on
+	// first use.
+	lockPids map[int]bool
 }
 
-// NewAnalysis indexes a snapshot.
+// NewAnalysis indexes a snapshot and builds its wait-for graph.
 func NewAnalysis(snap *stacks.Snapshot) *Analysis {
 	a := &Analysis{Snap: snap, procs: map[int]*stacks.Process{}, threads: map[int]ThreadRef{}}
 	for _, p := range snap.Processes {
@@ -29,6 +36,8 @@ func NewAnalysis(snap *stacks.Snapshot) *Analysis {
 			a.threads[t.Tid] = ThreadRef{Proc: p, Thread: t}
 		}
 	}
+	a.graph = buildGraph(a)
+	a.cycles = a.graph.cycles()
 	return a
 }
 
@@ -39,4 +48,210 @@ func (a *Analysis) Process(pid int) *stacks.Process { return a.procs[pid] }
 func (a *Analysis) Thread(tid int) (ThreadRef, bool) {
 	r, ok := a.threads[tid]
 	return r, ok
+}
+
+// Graph is the snapshot's wait-for graph.
+func (a *Analysis) Graph() *Graph { return a.graph }
+
+// WaitsFor returns what a thread waits for: its edges in the graph (one
+// for a mutex or a join, one wait4 edge to its process's children).
+func (a *Analysis) WaitsFor(tid int) []Edge {
+	var es []Edge
+	for _, i := range a.graph.out[tid] {
+		es = append(es, a.graph.Edges[i])
+	}
+	return es
+}
+
+// Holders maps an owner's tid to the locks it is recorded as holding,
+// whatever became of it (see Owner.Kind).
+func (a *Analysis) Holders() map[int][]*Lock {
+	h := map[int][]*Lock{}
+	for _, l := range a.graph.Locks {
+		if l.Owner.Tid != 0 {
+			h[l.Owner.Tid] = append(h[l.Owner.Tid], l)
+		}
+	}
+	return h
+}
+
+// Cycles returns every elementary cycle of mutex and join waits, each
+// once, starting at its lowest tid. A one-edge cycle is a thread waiting
+// for a mutex it holds.
+func (a *Analysis) Cycles() [][]Edge { return a.cycles }
+
+// OwnersRead reports whether the snapshot has mutex owners read from
+// memory, the evidence that earns a high confidence.
+func (a *Analysis) OwnersRead() bool { return a.Snap.Evidence.Owners }
+
+// graphConfidence is the confidence of a finding read off the graph.
+func (a *Analysis) graphConfidence() string {
+	if a.OwnersRead() {
+		return High
+	}
+	return Medium
+}
+
+// LockDiagnosed reports whether a lock signature (fork-inherited-lock,
+// self-deadlock, signal-handler-reentry, loader-lock, lock-order-cycle,
+// orphaned-lock) explains a thread of the process. It runs their
+// detectors on the graph, not their matchers, so signatures that defer
+// to the lock ones (lost-wakeup) stay independent of the order they run.
+func (a *Analysis) LockDiagnosed(pid int) bool {
+	if a.lockPids == nil {
+		a.lockPids = map[int]bool{}
+		mark := func(refs ...ThreadRef) {
+			for _, r := range refs {
+				a.lockPids[r.Proc.Pid] = true
+			}
+		}
+		for _, e := range a.graph.Edges {
+			if e.Kind == EdgeMutex && stuckOnOwner(e) {
+				mark(e.From)
+			}
+		}
+		for _, c := range a.cycles {
+			if len(c) < 2 {
+				continue // a self-loop is stuckOnOwner's
+			}
+			for _, e := range c {
+				mark(e.From)
+			}
+		}
+		for _, f := range findReentries(a) {
+			mark(f.waiter)
+		}
+		for _, f := range findLoaderWaits(a) {
+			mark(f.inLoader)
+		}
+		for _, p := range a.Snap.Processes {
+			if len(a.stuckLockWaiters(p)) > 0 {
+				a.lockPids[p.Pid] = true
+			}
+		}
+	}
+	return a.lockPids[pid]
+}
+
+// stuckOnOwner: a mutex wait that a lock signature names by its owner
+// alone: itself (non-recursive), a parent thread at fork, or an owner
+// that is gone.
+func stuckOnOwner(e Edge) bool {
+	switch e.Lock.Owner.Kind {
+	case OwnerForkParent, OwnerGone, OwnerReused:
+		return true
+	case OwnerLive:
+		return e.To.Thread == e.From.Thread && e.Lock.Mutex.Kind&kindMask != kindRecursive
+	}
+	return false
+}
+
+// running reports whether a thread ran during sampling: state R, or CPU
+// ticks in a sample (one tick of slack for a wake-up to re-sleep).
+func (a *Analysis) running(t *stacks.Thread) bool {
+	if t.State == "R" || t.CPU >= 5 {
+		return true
+	}
+	for _, s := range t.Samples {
+		if s.State == "R" || s.CPUTicks > 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// stuckLockWaiters returns a process's threads blocked on locks with no
+// owner recorded, when every thread of the process is blocked on a lock
+// or a join and none runs: the lock holders can only be among them, or
+// gone. This is the frame-name evidence of a pasted dump (and of lock
+// elision); it stays silent when the graph knows any owner, when a
+// loader wait explains the process, and for threads re-entered by a
+// signal handler.
+func (a *Analysis) stuckLockWaiters(p *stacks.Process) []ThreadRef {
+	reentered := map[*stacks.Thread]bool{}
+	for _, f := range findReentries(a) {
+		reentered[f.waiter.Thread] = true
+	}
+	for _, f := range findLoaderWaits(a) {
+		if f.inLoader.Proc == p {
+			return nil
+		}
+	}
+	var waiters []ThreadRef
+	for _, t := range p.Threads {
+		class, _ := waitOf(t)
+		// A Python lock is the lock behind Event and Condition too: a lock
+		// only in a forked child, where nobody can release it.
+		lock := class == waitLock || class == waitPyLock && p.Fork != nil
+		if a.running(t) || (!lock && class != waitJoin) {
+			return nil
+		}
+		if w := t.Wait; w != nil && w.Mutex != nil && a.resolveOwner(p, w.Mutex).Kind != OwnerUnknown {
+			return nil
+		}
+		if lock && !reentered[t] {
+			waiters = append(waiters, ThreadRef{Proc: p, Thread: t})
+		}
+	}
+	return waiters
+}
+
+// Doing says what a thread does, as the tail of a chain: "sleeps in
+// `pthread_cond_wait` called from `consumer`".
+func (a *Analysis) Doing(t *stacks.Thread) string {
+	class, _ := waitOf(t)
+	where := ""
+	if s := waitSite(t); s != "" {
+		where = " in " + s
+	}
+	switch {
+	case a.running(t):
+		return fmt.Sprintf("is running%s (%.0f%% CPU)", where, t.CPU)
+	case class == waitCond:
+		return "sleeps" + where
+	case class.isLock():
+		return "waits for a lock" + where
+	case class == waitJoin:
+		return "waits for a thread to exit" + where
+	case t.Wait != nil && t.Wait.Syscall != "":
+		s := fmt.Sprintf("is blocked in %s()", t.Wait.Syscall)
+		if t.Wait.FdTarget != "" {
+			s += fmt.Sprintf(" on fd %d (%s)", t.Wait.Fd, t.Wait.FdTarget)
+		}
+		return s + where
+	}
+	return "is" + where
+}
+
+// orderRefs lists threads and their processes once each, in the order
+// given (waiters first, then owners), for Diagnosis.Tids and Pids.
+func orderRefs(refs ...ThreadRef) (pids, tids []int) {
+	seenP, seenT := map[int]bool{}, map[int]bool{}
+	for _, r := range refs {
+		if r.Thread == nil {
+			continue
+		}
+		if !seenT[r.Thread.Tid] {
+			seenT[r.Thread.Tid] = true
+			tids = append(tids, r.Thread.Tid)
+		}
+		if !seenP[r.Proc.Pid] {
+			seenP[r.Proc.Pid] = true
+			pids = append(pids, r.Proc.Pid)
+		}
+	}
+	return pids, tids
+}
+
+// waitSite says where a thread waits: "`pthread_mutex_lock` called from
+// `blas_thread_init`", or its innermost frame; "" for an empty stack.
+func waitSite(t *stacks.Thread) string {
+	_, caller := waitOf(t)
+	switch {
+	case len(t.Stack) == 0:
+		return ""
+	case caller > 0 && caller < len(t.Stack):
+		return fmt.Sprintf("`%s` called from `%s`", frameName(t.Stack[caller-1]), frameName(t.Stack[caller]))
+	}
+	return fmt.Sprintf("`%s`", frameName(t.Stack[0]))
 }

@@ -103,8 +103,44 @@ func CacheDir() string { return filepath.Join(os.TempDir(), "hangdoc-patients") 
 // g++. Binaries are cached under CacheDir, keyed by the compiler, the
 // flags, the source and the shared headers, so repeated runs reuse them. A
 // Python patient (.py) is not built: Build returns the script's path, to be
-// run as Start(t, patient.Python, path).
+// run as Start(t, patient.Python, path). Flags that name a library ("-l…",
+// as Link returns) go after the source, where the linker wants them.
 func Build(t testing.TB, name string, flags ...string) string {
+	t.Helper()
+	if filepath.Ext(name) == ".py" {
+		return filepath.Join(Dir(t), name)
+	}
+	base := strings.TrimSuffix(name, filepath.Ext(name))
+	return build(t, name, flags, func(key string) string {
+		return filepath.Join(CacheDir(), base+"-"+key)
+	})
+}
+
+// BuildLib compiles testdata/patients/name (C or C++) into the shared
+// library lib<name without extension>.so (-shared -fPIC and flags) and
+// returns the directory that holds it, cached like Build. Link a patient
+// against it with Build(t, patient, append(flags, Link(dir, lib)...)...).
+// A changed library source gives a new directory, hence new flags and a
+// rebuilt patient.
+func BuildLib(t testing.TB, name string, flags ...string) string {
+	t.Helper()
+	base := strings.TrimSuffix(name, filepath.Ext(name))
+	flags = append([]string{"-shared", "-fPIC"}, flags...)
+	lib := build(t, name, flags, func(key string) string {
+		return filepath.Join(CacheDir(), "lib"+base+"-"+key, "lib"+base+".so")
+	})
+	return filepath.Dir(lib)
+}
+
+// Link returns the flags that link a patient against lib<lib>.so in dir
+// (as BuildLib made it) and let it find the library there when it runs.
+func Link(dir, lib string) []string {
+	return []string{"-L" + dir, "-Wl,-rpath," + dir, "-l" + lib}
+}
+
+// build compiles the source name with flags into the path that out gives
+// for the cache key, unless that file is there already.
+func build(t testing.TB, name string, flags []string, out func(key string) string) string {
 	t.Helper()
 	dir := Dir(t)
 	src := filepath.Join(dir, name)
@@ -114,8 +150,6 @@ func Build(t testing.TB, name string, flags ...string) string {
 	}
 	var compiler string
 	switch filepath.Ext(name) {
-	case ".py":
-		return src
 	case ".c":
 		compiler = envOr("CC", "gcc")
 	case ".cpp", ".cc":
@@ -139,32 +173,39 @@ func Build(t testing.TB, name string, flags ...string) string {
 		h.Write(b)
 	}
 	key := hex.EncodeToString(h.Sum(nil))[:16]
-	base := strings.TrimSuffix(name, filepath.Ext(name))
-	out := filepath.Join(CacheDir(), base+"-"+key)
-	if fi, err := os.Stat(out); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-		return out
+	target := out(key)
+	if fi, err := os.Stat(target); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+		return target
 	}
-	if err := os.MkdirAll(CacheDir(), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 		t.Fatalf("patient: %v", err)
 	}
 	// Build into a temporary name and rename: two test binaries building
 	// the same patient at once both end with a whole binary.
-	tmp, err := os.CreateTemp(CacheDir(), base+"-*.tmp")
+	tmp, err := os.CreateTemp(filepath.Dir(target), filepath.Base(target)+"-*.tmp")
 	if err != nil {
 		t.Fatalf("patient: %v", err)
 	}
 	tmp.Close()
 	defer os.Remove(tmp.Name())
-	args := append(append([]string{}, flags...), "-o", tmp.Name(), src)
+	var opts, libs []string
+	for _, f := range flags {
+		if strings.HasPrefix(f, "-l") {
+			libs = append(libs, f)
+		} else {
+			opts = append(opts, f)
+		}
+	}
+	args := append(append(append([]string{}, opts...), "-o", tmp.Name(), src), libs...)
 	cmd := exec.Command(compiler, args...)
 	cmd.Dir = dir
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("patient: %s %s: %v\n%s", compiler, strings.Join(args, " "), err, msg)
 	}
-	if err := os.Rename(tmp.Name(), out); err != nil {
+	if err := os.Rename(tmp.Name(), target); err != nil {
 		t.Fatalf("patient: %v", err)
 	}
-	return out
+	return target
 }
 
 // Strip returns a copy of the binary bin without its symbol tables
@@ -209,6 +250,8 @@ type Proc struct {
 
 	killOnce sync.Once
 	release  chan struct{} // closed once reaped: frees the forking thread
+
+	early []string // lines before "ready", as Start read them
 }
 
 // Start runs argv (a patient built by Build, or Python and a script) in a
@@ -261,6 +304,7 @@ func Start(t testing.TB, argv ...string) *Proc {
 	deadline := time.Now().Add(readyTimeout)
 	line, err := p.NextLine(readyTimeout)
 	for err == nil && line != "ready" {
+		p.early = append(p.early, line)
 		line, err = p.NextLine(max(time.Until(deadline), time.Millisecond))
 	}
 	if err != nil {
@@ -271,6 +315,28 @@ func Start(t testing.TB, argv ...string) *Proc {
 	// give it (not a busy patient's runners) a moment to get there.
 	p.Settle(settleTimeout)
 	return p
+}
+
+// Early returns the lines the patient wrote before "ready" ("child=4712",
+// "owner=4702", …), which Start read while waiting for it.
+func (p *Proc) Early() []string { return append([]string(nil), p.early...) }
+
+// Int returns n from the line "name=n" the patient wrote before "ready"
+// (a forked patient says "child=<pid>", the TID of a lock's owner
+// "owner=<tid>", …) and fails the test when there is no such line.
+func (p *Proc) Int(t testing.TB, name string) int {
+	t.Helper()
+	for _, l := range p.early {
+		if v, ok := strings.CutPrefix(l, name+"="); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				t.Fatalf("patient %d: line %q: %v", p.Pid, l, err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("patient %d: no line %q before \"ready\" (lines: %q)", p.Pid, name+"=…", p.early)
+	return 0
 }
 
 func (p *Proc) readLines(r io.ReadCloser) {

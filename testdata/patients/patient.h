@@ -17,11 +17,15 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -32,6 +36,8 @@
 #define PATIENT_SYS_CLOCK_NANOSLEEP 230
 #define PATIENT_SYS_PAUSE 34
 #define PATIENT_SYS_RT_SIGSUSPEND 130
+#define PATIENT_SYS_RECVFROM 45
+#define PATIENT_SYS_WAIT4 61
 #define PATIENT_ANY_SYSCALL (-1)
 
 #define PATIENT_NOINLINE __attribute__((noinline, noclone))
@@ -65,15 +71,42 @@ PATIENT_FN void patient_say(const char *line)
 
 PATIENT_FN void patient_ready(void) { patient_say("ready\n"); }
 
-/* patient_blocked_in says whether thread tid sleeps (state S) inside
- * syscall nr (or any syscall when nr is PATIENT_ANY_SYSCALL). */
-PATIENT_FN int patient_blocked_in(pid_t tid, int nr)
+/* patient_sayf writes one formatted line ("child=1234\n") like patient_say. */
+PATIENT_FN __attribute__((format(printf, 1, 2))) void patient_sayf(const char *fmt, ...)
+{
+	char buf[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	patient_say(buf);
+}
+
+/* patient_die_with_parent makes a forked child get SIGKILL when parent,
+ * the process that forked it, dies: the test kills the process group, and
+ * this covers a test binary that dies first (the parent then gets its
+ * Pdeathsig). Call it first thing in the child; it takes no lock. */
+PATIENT_FN void patient_die_with_parent(pid_t parent)
+{
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
+		_exit(2);
+	if (getppid() != parent) /* the parent died before the prctl */
+		_exit(2);
+}
+
+/* patient_task_blocked_in says whether thread tid of process pid (0: this
+ * process) sleeps (state S) inside syscall nr (or any syscall when nr is
+ * PATIENT_ANY_SYSCALL). A parent may read its forked child's files. */
+PATIENT_FN int patient_task_blocked_in(pid_t pid, pid_t tid, int nr)
 {
 	char path[64], buf[256];
 	int fd, n;
 	char *p;
 
-	snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
+	if (pid == 0)
+		snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
+	else
+		snprintf(path, sizeof path, "/proc/%d/task/%d/stat", (int)pid, (int)tid);
 	fd = open(path, O_RDONLY);
 	if (fd < 0)
 		return 0;
@@ -86,7 +119,10 @@ PATIENT_FN int patient_blocked_in(pid_t tid, int nr)
 	if (p == NULL || p[1] != ' ' || p[2] != 'S')
 		return 0;
 
-	snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
+	if (pid == 0)
+		snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
+	else
+		snprintf(path, sizeof path, "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
 	fd = open(path, O_RDONLY);
 	if (fd < 0)
 		return 0;
@@ -100,6 +136,14 @@ PATIENT_FN int patient_blocked_in(pid_t tid, int nr)
 	return nr == PATIENT_ANY_SYSCALL || atoi(buf) == nr;
 }
 
+/* patient_blocked_in says whether thread tid of this process sleeps
+ * (state S) inside syscall nr (or any syscall when nr is
+ * PATIENT_ANY_SYSCALL). */
+PATIENT_FN int patient_blocked_in(pid_t tid, int nr)
+{
+	return patient_task_blocked_in(0, tid, nr);
+}
+
 /* patient_wait_blocked returns once every thread in tids sleeps in the
  * syscall given for it in nrs (nrs may be NULL: any syscall). */
 PATIENT_FN void patient_wait_blocked(const pid_t *tids, const int *nrs, int n)
@@ -108,6 +152,22 @@ PATIENT_FN void patient_wait_blocked(const pid_t *tids, const int *nrs, int n)
 	for (int i = 0; i < n; i++) {
 		while (!patient_blocked_in(tids[i], nrs ? nrs[i] : PATIENT_ANY_SYSCALL))
 			nanosleep(&ms, NULL);
+	}
+}
+
+/* patient_wait_child_blocked returns once the main thread of the forked
+ * child sleeps in syscall nr; it exits the patient (without "ready") if
+ * the child exits first. */
+PATIENT_FN void patient_wait_child_blocked(pid_t child, int nr)
+{
+	struct timespec ms = {0, 1000000};
+	int status;
+	while (!patient_task_blocked_in(child, child, nr)) {
+		if (waitpid(child, &status, WNOHANG) == child) {
+			fprintf(stderr, "patient: child %d exited (status 0x%x) before it hung\n", (int)child, status);
+			exit(2);
+		}
+		nanosleep(&ms, NULL);
 	}
 }
 
