@@ -168,6 +168,9 @@ func (a *Analysis) running(t *stacks.Thread) bool {
 // loader wait explains the process, and for threads re-entered by a
 // signal handler.
 func (a *Analysis) stuckLockWaiters(p *stacks.Process) []ThreadRef {
+	if p.Exited {
+		return nil
+	}
 	reentered := map[*stacks.Thread]bool{}
 	for _, f := range findReentries(a) {
 		reentered[f.waiter.Thread] = true
@@ -183,7 +186,7 @@ func (a *Analysis) stuckLockWaiters(p *stacks.Process) []ThreadRef {
 		// A Python lock is the lock behind Event and Condition too: a lock
 		// only in a forked child, where nobody can release it.
 		lock := class == waitLock || class == waitPyLock && p.Fork != nil
-		if a.running(t) || (!lock && class != waitJoin) {
+		if a.running(t) || (!lock && class != waitJoin && class != waitFutex) {
 			return nil
 		}
 		if w := t.Wait; w != nil && w.Mutex != nil && a.resolveOwner(p, w.Mutex).Kind != OwnerUnknown {
@@ -194,6 +197,14 @@ func (a *Analysis) stuckLockWaiters(p *stacks.Process) []ThreadRef {
 		}
 	}
 	return waiters
+}
+
+// allThreads reports whether the snapshot has every thread of the
+// process: a live attach or a core does; a dump pasted with one thread's
+// `bt` may not, and a lone waiter there proves nothing.
+func (a *Analysis) allThreads(p *stacks.Process) bool {
+	e := a.Snap.Evidence
+	return len(p.Threads) > 1 || e.Syscalls || e.Lineage || e.Owners
 }
 
 // Doing says what a thread does, as the tail of a chain: "sleeps in
@@ -213,6 +224,8 @@ func (a *Analysis) Doing(t *stacks.Thread) string {
 		return "waits for a lock" + where
 	case class == waitJoin:
 		return "waits for a thread to exit" + where
+	case class == waitFutex:
+		return "is blocked in a futex wait" + where
 	case t.Wait != nil && t.Wait.Syscall != "":
 		s := fmt.Sprintf("is blocked in %s()", t.Wait.Syscall)
 		if t.Wait.FdTarget != "" {
@@ -250,8 +263,10 @@ func waitSite(t *stacks.Thread) string {
 	switch {
 	case len(t.Stack) == 0:
 		return ""
-	case caller > 0 && caller < len(t.Stack):
+	case caller > 0 && caller < len(t.Stack) && t.Stack[caller].Func != "":
 		return fmt.Sprintf("`%s` called from `%s`", frameName(t.Stack[caller-1]), frameName(t.Stack[caller]))
+	case caller > 0:
+		return fmt.Sprintf("`%s`", frameName(t.Stack[caller-1]))
 	}
 	return fmt.Sprintf("`%s`", frameName(t.Stack[0]))
 }

@@ -201,7 +201,12 @@ func loadRules(r io.Reader, file string) ([]Rule, error) {
 func jsonError(data []byte, base int64, err error) error {
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
-		line, col := lineCol(data, base+se.Offset)
+		// Offset counts the bad byte too.
+		off := base + se.Offset - 1
+		if off < 0 {
+			off = 0
+		}
+		line, col := lineCol(data, off)
 		return fmt.Errorf("line %d, column %d: %v", line, col, se)
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {

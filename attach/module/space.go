@@ -1,6 +1,7 @@
 package module
 
 import (
+	"fmt"
 	"slices"
 	"sort"
 	"sync"
@@ -163,7 +164,13 @@ func (s *Space) DataSymbol(addr uint64) string {
 		for _, ph := range l.File.Loads {
 			if off >= ph.Vaddr && off-ph.Vaddr < ph.Memsz {
 				if sym, ok := l.File.Symbol(off); ok && !sym.Func {
-					return stacks.Demangle(sym.Name)
+					name := stacks.Demangle(sym.Name)
+					if off > sym.Value {
+						// A lock inside a larger object: the loader's
+						// _dl_load_lock is _rtld_global+0x988.
+						name += fmt.Sprintf("+%#x", off-sym.Value)
+					}
+					return name
 				}
 				return ""
 			}

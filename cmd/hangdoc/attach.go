@@ -22,6 +22,7 @@ type attachOptions struct {
 	interval time.Duration
 	format   string
 	color    string
+	rules    string
 }
 
 func newAttachCmd(ios *ioStreams) *cobra.Command {
@@ -58,6 +59,7 @@ Needs ptrace permission over the target: root, or CAP_SYS_PTRACE.`,
 	f.DurationVar(&opts.interval, "interval", 500*time.Millisecond, "time between samples")
 	f.StringVar(&opts.format, "format", "text", "output format: text or json")
 	f.StringVar(&opts.color, "color", "auto", "color: auto, always or never (NO_COLOR is honoured)")
+	f.StringVar(&opts.rules, "rules", "", "a JSON file of known-issue rules to add to the built-in ones (see `hangdoc signatures`)")
 	cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions([]string{"text", "json"}, cobra.ShellCompDirectiveNoFileComp))
 	cmd.RegisterFlagCompletionFunc("color", cobra.FixedCompletions([]string{"auto", "always", "never"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
@@ -73,6 +75,13 @@ func runAttach(ctx context.Context, opts *attachOptions, ios *ioStreams) error {
 	if opts.color != "auto" && opts.color != "always" && opts.color != "never" {
 		return usageError{fmt.Errorf("--color %q: want auto, always or never", opts.color)}
 	}
+	var rules []heuristics.Rule
+	if opts.rules != "" {
+		var err error
+		if rules, err = heuristics.LoadRulesFile(opts.rules); err != nil {
+			return usageError{err}
+		}
+	}
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -83,7 +92,7 @@ func runAttach(ctx context.Context, opts *attachOptions, ios *ioStreams) error {
 	if err != nil {
 		return err
 	}
-	diags := heuristics.Diagnose(snap, heuristics.Options{})
+	diags := heuristics.Diagnose(snap, heuristics.Options{Rules: rules})
 	for _, d := range diags {
 		if d.Deadlock {
 			ios.exitCode = exitHang

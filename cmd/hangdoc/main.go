@@ -56,7 +56,7 @@ Exit codes: 0 report written, 1 a hang was named, 2 usage error,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError{fmt.Errorf("%w (see `%s --help`)", err, c.CommandPath())}
 	})
-	root.AddCommand(newAttachCmd(ios), newVersionCmd(ios))
+	root.AddCommand(newAttachCmd(ios), newSignaturesCmd(ios), newVersionCmd(ios))
 	return root
 }
 

@@ -1,0 +1,116 @@
+package heuristics
+
+import (
+	"fmt"
+
+	"github.com/hangdoc/hangdoc/stacks"
+)
+
+func init() {
+	register(&Signature{
+		ID:    "io-wait",
+		Title: "Not a deadlock: the process waits on I/O",
+		Explain: `No thread runs and none is stuck on a lock: threads block in read, recv,
+poll, epoll_wait, accept, connect, select or write on a file descriptor, for
+input that has not come or room to write. hangdoc names the fd and what it is
+(a socket and its peer, a pipe, a file or device). The process is as stuck as
+the other end: if that is a hung process, diagnose it. Given only to a process
+that no deadlock signature claims.`,
+		Fix: `Nothing is deadlocked here. Look at the other end of the fd: the peer of the
+socket, the process holding the other end of the pipe (if it is hung too, run
+hangdoc attach on it), the device or file. Give the read a timeout if the peer
+may never answer.`,
+		Rank:  120,
+		Match: matchIOWait,
+	})
+}
+
+func matchIOWait(a *Analysis) []Diagnosis {
+	var out []Diagnosis
+	for _, p := range a.Snap.Processes {
+		if v, all := calmVerdict(a, p); v == "io-wait" {
+			out = append(out, ioWaitDiagnosis(a, p, all))
+		}
+	}
+	return out
+}
+
+// fdSyscalls take one fd as their first argument.
+var fdSyscalls = map[string]bool{
+	"read": true, "readv": true, "pread64": true, "write": true, "writev": true, "pwrite64": true,
+	"recvfrom": true, "recvmsg": true, "recvmmsg": true, "sendto": true, "sendmsg": true, "sendmmsg": true,
+	"accept": true, "accept4": true, "connect": true, "epoll_wait": true, "epoll_pwait": true,
+	"epoll_pwait2": true, "fsync": true, "fdatasync": true,
+}
+
+// fdText says which fd a thread waits on and what it is:
+// "fd 5 (`socket:[1234]`)".
+func fdText(f threadFacts) string {
+	w := f.lastWait()
+	if w == nil {
+		return ""
+	}
+	switch {
+	case fdSyscalls[w.Syscall] && w.FdTarget != "":
+		return fmt.Sprintf("fd %d (`%s`)", w.Fd, w.FdTarget)
+	case fdSyscalls[w.Syscall]:
+		return fmt.Sprintf("fd %d", w.Fd)
+	case w.FdTarget != "":
+		return fmt.Sprintf("`%s`", w.FdTarget)
+	}
+	return "" // poll, select: several fds
+}
+
+func ioWaitDiagnosis(a *Analysis, p *stacks.Process, all []threadFacts) Diagnosis {
+	var io []threadFacts
+	for _, f := range all {
+		if f.kind == wkIO {
+			io = append(io, f)
+		}
+	}
+	f := io[0]
+	d := Diagnosis{Confidence: High, Pids: []int{p.Pid}, Tids: factTids(io), Deadlock: false, Refs: []string{}}
+	kernel := true
+	for _, x := range io {
+		if x.lastWait() == nil {
+			kernel = false
+		}
+	}
+	if !kernel {
+		d.Confidence = Medium // the call is known from frame names only
+	}
+	d.Summary = fmt.Sprintf("not a deadlock, waiting on I/O: %s blocks in `%s`", f.label(), f.call)
+	if fd := fdText(f); fd != "" {
+		d.Summary += " on " + fd
+	}
+	if len(io) > 1 {
+		d.Summary += fmt.Sprintf("; %d more threads wait on I/O", len(io)-1)
+	}
+	skip := map[int]bool{}
+	for _, x := range io {
+		skip[x.t.Tid] = true
+		step := fmt.Sprintf("%s blocks in `%s`", x.label(), x.call)
+		if fd := fdText(x); fd != "" {
+			step += " on " + fd
+		} else if x.call == "poll" || x.call == "ppoll" || x.call == "select" || x.call == "pselect6" || x.call == "epoll_wait" {
+			step += " (on several fds)"
+		}
+		if fn := innermostOwnFunc(x.lastStack()); fn != "" {
+			step += fmt.Sprintf(", called from `%s`", fn)
+		}
+		d.Chain = append(d.Chain, step)
+		same := "in the only sample"
+		if len(x.samples) > 1 && x.same {
+			same = fmt.Sprintf("same stack in all %d samples", len(x.samples))
+		}
+		d.Evidence = append(d.Evidence, fmt.Sprintf("%s: %s; stack: %s", x.label(), same, chainOfFrames(x.lastStack(), 8)))
+		if w := x.lastWait(); w != nil && w.Wchan != "" {
+			d.Evidence = append(d.Evidence, fmt.Sprintf("%s kernel wait channel: %s", x.label(), w.Wchan))
+		}
+	}
+	for _, o := range othersText(all, skip) {
+		d.Chain = append(d.Chain, o)
+	}
+	d.Chain = append(d.Chain, "nothing is stuck on a lock: the process waits for the other end")
+	return d
+}

@@ -1,0 +1,130 @@
+package heuristics
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/hangdoc/hangdoc/stacks"
+)
+
+func init() {
+	register(&Signature{
+		ID:    "lock-order-cycle",
+		Title: "Threads wait for each other's locks in a cycle",
+		Explain: "Each thread holds a lock the next one in the cycle waits for: thread A holds lock 1 and waits " +
+			"for lock 2, thread B holds lock 2 and waits for lock 1 (ABBA), or a longer ring. None can go on. " +
+			"A thread joining another while holding a lock that one needs closes a cycle the same way.",
+		Fix: "Take these locks in one global order everywhere; where code needs several at once, lock them " +
+			"together (std::scoped_lock, std::lock) or use pthread_mutex_trylock and back off. Do not join or " +
+			"wait for a thread while holding a lock it needs.",
+		Rank:  40,
+		Match: matchLockOrderCycle,
+	})
+}
+
+var lockOrderRefs = []string{
+	"https://man7.org/linux/man-pages/man3/pthread_mutex_lock.3p.html",
+	"https://en.cppreference.com/w/cpp/thread/scoped_lock",
+}
+
+// lockOrderCycles returns the cycles of two threads or more that do not
+// go through the loader lock (loader-lock names those).
+func lockOrderCycles(a *Analysis) [][]Edge {
+	var cs [][]Edge
+	for _, c := range a.cycles {
+		if len(c) < 2 || throughLoader(c) {
+			continue
+		}
+		cs = append(cs, c)
+	}
+	return cs
+}
+
+func containsThread(refs []ThreadRef, t *stacks.Thread) bool {
+	for _, r := range refs {
+		if r.Thread == t {
+			return true
+		}
+	}
+	return false
+}
+
+func throughLoader(c []Edge) bool {
+	for _, e := range c {
+		if e.Kind == EdgeMutex && waitsForLoaderLock(e.From.Thread) {
+			return true
+		}
+	}
+	return false
+}
+
+func matchLockOrderCycle(a *Analysis) []Diagnosis {
+	var ds []Diagnosis
+	for _, c := range lockOrderCycles(a) {
+		var refs []ThreadRef
+		var locks []string
+		join := false
+		d := Diagnosis{Deadlock: true, Confidence: a.graphConfidence(), Refs: lockOrderRefs}
+		for _, e := range c {
+			refs = append(refs, e.From)
+			d.Evidence = append(d.Evidence, stackLine(e.From.Thread))
+			if e.Kind == EdgeMutex {
+				locks = append(locks, mutexLabel(e.Lock.Mutex))
+				d.Evidence = append(d.Evidence, mutexFacts(e.Lock.Mutex))
+			} else {
+				join = true
+			}
+		}
+		d.Summary = fmt.Sprintf("%d threads deadlock in a cycle: %s", len(c), ChainText(c))
+		d.Chain = append(Chain(c), "which closes the cycle: each waits for the next, and none can go on")
+		var fix []string
+		if len(locks) > 1 {
+			fix = append(fix, fmt.Sprintf("Take %s in one global order everywhere (these threads take them in different orders), "+
+				"or lock them together with std::scoped_lock / std::lock, or use pthread_mutex_trylock and back off.",
+				strings.Join(locks, " and ")))
+		}
+		if join {
+			fix = append(fix, "Do not join a thread while holding a lock it needs: release the lock before pthread_join.")
+		}
+		d.Fix = strings.Join(fix, " ")
+		d.Pids, d.Tids = orderRefs(refs...)
+		ds = append(ds, d)
+	}
+	// No owner recorded (a pasted dump, lock elision): several threads of
+	// a process wait on locks and nothing else could release them.
+	for _, p := range a.Snap.Processes {
+		ws := a.stuckLockWaiters(p)
+		if p.Fork != nil || len(ws) < 2 {
+			continue
+		}
+		others := ""
+		switch n := len(p.Threads) - len(ws); {
+		case n == 1:
+			others = ", 1 more waits for a thread or a futex,"
+		case n > 1:
+			others = fmt.Sprintf(", %d more wait for threads or futexes,", n)
+		}
+		d := Diagnosis{
+			Deadlock:   true,
+			Confidence: Low,
+			Summary: fmt.Sprintf("%d threads of process %d wait for locks%s and none runs; no owner is recorded: the holders most likely wait among them, in a cycle of locks (and joins)",
+				len(ws), p.Pid, others),
+			Evidence: []string{"no mutex owner was read (a dump without owners, or lock elision): which thread holds which lock is not known"},
+			Refs:     lockOrderRefs,
+		}
+		for _, w := range ws {
+			d.Chain = append(d.Chain, fmt.Sprintf("%s waits for a lock in %s", threadLabel(w.Thread), waitSite(w.Thread)))
+			d.Evidence = append(d.Evidence, stackLine(w.Thread))
+		}
+		for _, t := range p.Threads {
+			if !containsThread(ws, t) {
+				d.Chain = append(d.Chain, threadLabel(t)+" "+a.Doing(t))
+				d.Evidence = append(d.Evidence, stackLine(t))
+			}
+		}
+		d.Chain = append(d.Chain, "no thread runs: whoever holds these locks waits among them, or exited")
+		d.Pids, d.Tids = orderRefs(ws...)
+		ds = append(ds, d)
+	}
+	return ds
+}

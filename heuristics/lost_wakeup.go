@@ -1,0 +1,156 @@
+package heuristics
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/hangdoc/hangdoc/stacks"
+)
+
+func init() {
+	register(&Signature{
+		ID:    "lost-wakeup",
+		Title: "Every thread sleeps waiting to be woken, and nobody will",
+		Explain: "All threads of the process sleep on condition variables, semaphores or futexes (or wait " +
+			"behind them), none runs, and no lock cycle explains it. Whatever was to wake them already " +
+			"happened before they waited (a signal with no waiter is lost), was skipped on an error path, " +
+			"or belonged to a thread that exited.",
+		Fix: "Wait in a loop on a predicate that the waker sets under the same mutex before it signals " +
+			"(pthread_cond_signal with no waiter is lost; the predicate is not). Check that every path of " +
+			"the producer signals, including errors and shutdown, that the thread meant to signal is still " +
+			"alive, and use pthread_cond_broadcast when waiters wait for different conditions on one condvar.",
+		Rank:  90,
+		Match: matchLostWakeup,
+	})
+}
+
+// lostWakeup returns the threads of a process that all sleep, none
+// running, at least one on a condvar, semaphore or futex; nil otherwise.
+// timed is set when one of the waits has a timeout (it polls).
+func (a *Analysis) lostWakeup(p *stacks.Process) (sleepers, behind []*stacks.Thread, timed bool) {
+	if p.Exited || a.LockDiagnosed(p.Pid) {
+		return nil, nil, false
+	}
+	for _, t := range p.Threads {
+		class, caller := waitOf(t)
+		if a.running(t) {
+			return nil, nil, false
+		}
+		switch class {
+		case waitCond, waitPyLock:
+			sleepers = append(sleepers, t)
+		case waitLock, waitJoin, waitFutex:
+			behind = append(behind, t) // waits for a thread that sleeps, or for nobody known
+		default:
+			return nil, nil, false
+		}
+		timed = timed || isTimedWait(t.Stack, caller)
+	}
+	if len(sleepers) == 0 {
+		return nil, nil, false
+	}
+	return sleepers, behind, timed
+}
+
+func matchLostWakeup(a *Analysis) []Diagnosis {
+	var ds []Diagnosis
+	for _, p := range a.Snap.Processes {
+		sleepers, behind, timed := a.lostWakeup(p)
+		if sleepers == nil {
+			continue
+		}
+		conf := Medium
+		if !a.Snap.Evidence.CPU || timed {
+			conf = Low // "none runs" is a guess, or a timed wait polls
+		}
+		also := ""
+		if len(behind) > 0 {
+			also = " or wait behind those that do"
+		}
+		d := Diagnosis{
+			Deadlock:   true,
+			Confidence: conf,
+			Summary: fmt.Sprintf("process %d: all %d threads sleep (%s)%s and none runs: the wake-up they wait for was lost or will never come",
+				p.Pid, len(p.Threads), describeSleep(sleepers), also),
+			Refs: []string{
+				"https://man7.org/linux/man-pages/man3/pthread_cond_wait.3p.html",
+				"https://man7.org/linux/man-pages/man3/pthread_cond_signal.3p.html",
+				"https://man7.org/linux/man-pages/man3/sem_wait.3.html",
+			},
+		}
+		var refs []ThreadRef
+		for _, t := range sleepers {
+			d.Chain = append(d.Chain, threadLabel(t)+" "+a.Doing(t))
+			refs = append(refs, ThreadRef{p, t})
+		}
+		for _, t := range behind {
+			if es := a.WaitsFor(t.Tid); len(es) > 0 && es[0].To.Thread != nil {
+				d.Chain = append(d.Chain, Step(es[0])+", which "+a.Doing(es[0].To.Thread))
+			} else {
+				d.Chain = append(d.Chain, threadLabel(t)+" "+a.Doing(t))
+			}
+			refs = append(refs, ThreadRef{p, t})
+		}
+		d.Chain = append(d.Chain, "no lock cycle, no lock owner that is gone or forked away, and no running thread explains the wait")
+		if timed {
+			d.Evidence = append(d.Evidence, "some waits have a timeout: those threads wake up and sleep again (a polling loop), which is less sure to be a hang")
+		}
+		if !a.Snap.Evidence.CPU {
+			d.Evidence = append(d.Evidence, "no CPU figures: that no thread runs rests on the stacks alone")
+		}
+		for _, g := range stacks.GroupThreads(p.Threads) {
+			line := stackLine(g.Threads[0])
+			if n := len(g.Threads); n > 1 {
+				line = fmt.Sprintf("%d threads like %s", n, line)
+			}
+			d.Evidence = append(d.Evidence, line)
+		}
+		d.Pids, d.Tids = orderRefs(refs...)
+		ds = append(ds, d)
+	}
+	return ds
+}
+
+// describeSleep says what the sleepers sleep on ("condition variables
+// and semaphores"), as the outermost wait frame of each tells.
+func describeSleep(ts []*stacks.Thread) string {
+	seen := map[string]bool{}
+	var kinds []string
+	for _, t := range ts {
+		if k := sleepKind(t); !seen[k] {
+			seen[k] = true
+			kinds = append(kinds, k)
+		}
+	}
+	return joinStrings(kinds)
+}
+
+func sleepKind(t *stacks.Thread) string {
+	kind := "futexes"
+	_, caller := waitOf(t)
+	for _, f := range t.Stack[:min(caller, len(t.Stack))] {
+		switch k := funcKey(f); {
+		case pyLockFuncs[k]:
+			kind = "Python locks"
+		case strings.HasPrefix(k, "sem_"), strings.HasPrefix(k, "new_sem_"), strings.Contains(strings.ToLower(k), "semaphore"):
+			kind = "semaphores"
+		case isCondFrame(k) && k != "do_futex_wait":
+			kind = "condition variables"
+		}
+	}
+	return kind
+}
+
+func joinStrings(xs []string) string {
+	switch len(xs) {
+	case 0:
+		return ""
+	case 1:
+		return xs[0]
+	}
+	s := xs[0]
+	for _, x := range xs[1 : len(xs)-1] {
+		s += ", " + x
+	}
+	return s + " and " + xs[len(xs)-1]
+}

@@ -1,0 +1,448 @@
+package heuristics
+
+// Facts about one thread that the signatures which are not about a lock
+// owner (spin-wait-starved, fork-after-accelerator-init, progressing,
+// io-wait, sleeping) share: how its samples compare, whether it burns
+// CPU, and what kind of wait it is blocked in.
+
+import (
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/hangdoc/hangdoc/stacks"
+)
+
+// waitKind is what a thread's last sample shows it doing.
+type waitKind int
+
+const (
+	wkUnknown waitKind = iota // no stack, no syscall: nothing to say
+	wkRunning                 // on a CPU, or runnable
+	wkIO                      // read, recv, poll, accept, … on an fd
+	wkSleep                   // nanosleep, clock_nanosleep, pause: a timer
+	wkFutex                   // a mutex, condition variable, semaphore, join
+	wkChild                   // wait4/waitid: waits on another process
+	wkSignal                  // sigwait, sigsuspend: waits for a signal
+	wkOther                   // blocked in some other system call
+)
+
+// threadFacts is what the non-lock signatures read about one thread.
+type threadFacts struct {
+	t       *stacks.Thread
+	samples []stacks.Sample
+	// nonEmpty is how many samples have a stack.
+	nonEmpty int
+	// same: every sample with a stack has the same function-level stack;
+	// exact: the same program counters too.
+	same, exact bool
+	// changed: two samples' function-level stacks differ.
+	changed bool
+	// running: state R in every sample.
+	running bool
+	// cpuGrows: at least two samples and CPU ticks grew between every
+	// two of them.
+	cpuGrows bool
+	ticks    []uint64
+	kind     waitKind
+	// call names the system call (or libc function) the thread is
+	// blocked in, for kinds other than wkRunning and wkUnknown.
+	call string
+	// zombie: the thread has exited (state Z or X).
+	zombie bool
+}
+
+// factsOf reads a thread's samples. A source that keeps only the last
+// observation (a pasted dump) gets one sample made from Stack, State and
+// Wait.
+func factsOf(t *stacks.Thread) threadFacts {
+	f := threadFacts{t: t, samples: t.Samples}
+	if len(f.samples) == 0 {
+		f.samples = []stacks.Sample{{State: t.State, Stack: t.Stack, Wait: t.Wait}}
+	}
+	f.running = true
+	f.same, f.exact = true, true
+	var first, firstExact string
+	for _, s := range f.samples {
+		f.ticks = append(f.ticks, s.CPUTicks)
+		if s.State != "R" {
+			f.running = false
+		}
+		if len(s.Stack) == 0 {
+			continue
+		}
+		k, ke := sampleStackKey(s.Stack, false), sampleStackKey(s.Stack, true)
+		if f.nonEmpty == 0 {
+			first, firstExact = k, ke
+		} else {
+			if k != first {
+				f.same, f.changed = false, true
+			}
+			if ke != firstExact {
+				f.exact = false
+			}
+		}
+		f.nonEmpty++
+	}
+	if f.nonEmpty == 0 {
+		f.same, f.exact = false, false
+	}
+	f.cpuGrows = len(f.samples) >= 2
+	for _, s := range f.samples[1:] {
+		if s.CPUTicks == 0 {
+			f.cpuGrows = false
+		}
+	}
+	last := f.samples[len(f.samples)-1]
+	f.zombie = last.State == "Z" || last.State == "X" || t.State == "Z" || t.State == "X"
+	f.kind, f.call = classifySample(last)
+	return f
+}
+
+// sampleStackKey is a stack's identity: function names where there are any,
+// module and offset (or PC) for unnamed frames. With exact, program
+// counters count too. The innermost frame of a loop moves between
+// samples, so without exact an unnamed innermost frame counts only by
+// its module.
+func sampleStackKey(st []stacks.Frame, exact bool) string {
+	var b strings.Builder
+	for i, f := range st {
+		if i > 0 {
+			b.WriteByte('|')
+		}
+		switch {
+		case exact:
+			fmt.Fprintf(&b, "%s@%x", f.Func, f.PC)
+			if f.PC == 0 {
+				fmt.Fprintf(&b, "%s+%x", f.Module, f.Offset)
+			}
+		case f.Func != "":
+			b.WriteString(f.Func)
+		case f.Signal:
+			b.WriteString("<signal>")
+		case i == 0:
+			b.WriteString(f.Module)
+		case f.Module != "":
+			fmt.Fprintf(&b, "%s+%x", f.Module, f.Offset)
+		default:
+			fmt.Fprintf(&b, "%x", f.PC)
+		}
+	}
+	return b.String()
+}
+
+// Syscalls by the kind of wait they are, as stacks.Wait.Syscall spells
+// them (attach's x86-64 table) and as libc's wrappers are named.
+var callKinds = map[string]waitKind{
+	"read": wkIO, "readv": wkIO, "pread64": wkIO, "preadv": wkIO, "preadv2": wkIO,
+	"write": wkIO, "writev": wkIO, "pwrite64": wkIO, "pwritev": wkIO,
+	"recv": wkIO, "recvfrom": wkIO, "recvmsg": wkIO, "recvmmsg": wkIO,
+	"send": wkIO, "sendto": wkIO, "sendmsg": wkIO, "sendmmsg": wkIO,
+	"poll": wkIO, "ppoll": wkIO, "select": wkIO, "pselect6": wkIO, "pselect": wkIO,
+	"epoll_wait": wkIO, "epoll_pwait": wkIO, "epoll_pwait2": wkIO,
+	"accept": wkIO, "accept4": wkIO, "connect": wkIO,
+	"fsync": wkIO, "fdatasync": wkIO, "msgrcv": wkIO, "mq_timedreceive": wkIO,
+	"nanosleep": wkSleep, "clock_nanosleep": wkSleep, "pause": wkSleep,
+	"sleep": wkSleep, "usleep": wkSleep,
+	"futex": wkFutex, "futex_waitv": wkFutex,
+	"wait4": wkChild, "waitid": wkChild, "waitpid": wkChild, "wait": wkChild,
+	"rt_sigtimedwait": wkSignal, "rt_sigsuspend": wkSignal, "sigwait": wkSignal,
+	"sigwaitinfo": wkSignal, "sigtimedwait": wkSignal, "sigsuspend": wkSignal,
+	"sched_yield": wkRunning,
+}
+
+// libc functions that mean a futex wait when a dump has no syscall.
+var libcFutexWaits = regexp.MustCompile(`^(lll_lock_wait|lll_lock_wait_private|futex_wait|futex_abstimed_wait_common|futex_abstimed_wait_common64|futex_wait_cancelable|pthread_mutex_lock|pthread_mutex_timedlock|pthread_cond_wait|pthread_cond_timedwait|pthread_cond_clockwait|pthread_rwlock_rdlock|pthread_rwlock_wrlock|sem_wait|sem_timedwait|sem_clockwait|pthread_join|pthread_clockjoin_ex|pthread_timedjoin_np|do_futex_wait)$`)
+
+// Callers that turn a select or poll without fds into a sleep.
+var sleepyCallers = regexp.MustCompile(`(?i)(^|[^a-z])(u?sleep|pysleep|time_sleep|g_usleep|nanosleep|msleep|sleep_for|sleep_until)([^a-z]|$)`)
+
+// classifySample says what a sample's thread is doing, from the kernel's
+// syscall when the source read it, else from the innermost frames.
+func classifySample(s stacks.Sample) (waitKind, string) {
+	if s.Wait != nil && s.Wait.Syscall != "" && s.Wait.Syscall != "none" && s.Wait.Nr >= 0 {
+		k, ok := callKinds[s.Wait.Syscall]
+		if !ok {
+			k = wkOther
+		}
+		return refineSelect(k, s.Wait.Syscall, s.Wait, s.Stack), s.Wait.Syscall
+	}
+	if s.State == "R" {
+		return wkRunning, ""
+	}
+	// No syscall read (a pasted dump, or /proc could not say): the
+	// innermost libc frames name the call.
+	for i, f := range s.Stack {
+		if i >= 6 {
+			break
+		}
+		n := bareFunc(f.Func)
+		if n == "" {
+			continue
+		}
+		if k, ok := callKinds[n]; ok {
+			return refineSelect(k, n, nil, s.Stack), n
+		}
+		if libcFutexWaits.MatchString(n) {
+			return wkFutex, n
+		}
+	}
+	if len(s.Stack) == 0 {
+		return wkUnknown, ""
+	}
+	if s.State == "" {
+		// A dump without states: a stack that is in no known wait was
+		// most likely running.
+		return wkUnknown, ""
+	}
+	return wkOther, ""
+}
+
+// refineSelect makes a select or poll called from a sleep function (no
+// fds, only a timeout: Python's time.sleep on old versions, usleep
+// emulations) a sleep.
+func refineSelect(k waitKind, call string, w *stacks.Wait, st []stacks.Frame) waitKind {
+	if k != wkIO {
+		return k
+	}
+	switch call {
+	case "select", "pselect6", "pselect", "poll", "ppoll":
+	default:
+		return k
+	}
+	if w != nil && w.FdTarget != "" {
+		return k
+	}
+	for i, f := range st {
+		if i >= 8 {
+			break
+		}
+		n := bareFunc(f.Func)
+		if n == call {
+			continue
+		}
+		if sleepyCallers.MatchString(f.Func) {
+			return wkSleep
+		}
+	}
+	return k
+}
+
+// bareFunc strips the decorations glibc puts on its entry points
+// (__GI___nanosleep, __libc_read, __poll, read@@GLIBC_2.2.5,
+// __clock_nanosleep_time64, __read_nocancel) down to the call's name.
+func bareFunc(s string) string {
+	if i := strings.IndexByte(s, '@'); i > 0 {
+		s = s[:i]
+	}
+	if i := strings.IndexByte(s, '('); i > 0 {
+		s = s[:i]
+	}
+	for {
+		t := strings.TrimPrefix(s, "__GI_")
+		t = strings.TrimPrefix(t, "__libc_")
+		t = strings.TrimPrefix(t, "___")
+		t = strings.TrimPrefix(t, "__")
+		t = strings.TrimPrefix(t, "_")
+		if t == s {
+			break
+		}
+		s = t
+	}
+	s = strings.TrimSuffix(s, "_time64")
+	s = strings.TrimSuffix(s, "_nocancel")
+	return s
+}
+
+// label names the thread for a person: "thread 4711 `worker`".
+func (f threadFacts) label() string { return whoThread(f.t) }
+
+// whoThread names a thread for a person: "thread 4711 `worker`".
+func whoThread(t *stacks.Thread) string {
+	if t.Name == "" {
+		return fmt.Sprintf("thread %d", t.Tid)
+	}
+	return fmt.Sprintf("thread %d `%s`", t.Tid, t.Name)
+}
+
+// lastStack is the stack of the thread's last sample with one.
+func (f threadFacts) lastStack() []stacks.Frame {
+	for i := len(f.samples) - 1; i >= 0; i-- {
+		if len(f.samples[i].Stack) > 0 {
+			return f.samples[i].Stack
+		}
+	}
+	return f.t.Stack
+}
+
+// lastWait is the wait of the thread's last sample.
+func (f threadFacts) lastWait() *stacks.Wait {
+	if w := f.samples[len(f.samples)-1].Wait; w != nil {
+		return w
+	}
+	return f.t.Wait
+}
+
+// innermostOwnFunc is the innermost frame with a function name that is not
+// a libc syscall wrapper, or "" when none is.
+func innermostOwnFunc(st []stacks.Frame) string {
+	for _, f := range st {
+		if f.Func == "" || f.Signal {
+			continue
+		}
+		n := bareFunc(f.Func)
+		if _, ok := callKinds[n]; ok || libcFutexWaits.MatchString(n) || libcSyscallPlumbing.MatchString(n) {
+			continue
+		}
+		return f.Func
+	}
+	return ""
+}
+
+// glibc's cancellation plumbing between a wrapper and the kernel.
+var libcSyscallPlumbing = regexp.MustCompile(`^(syscall_cancel_arch|internal_syscall_cancel|syscall_cancel|syscall|lll_lock_wait|lll_lock_wait_private|futex_abstimed_wait_common|futex_abstimed_wait_common64|pthread_cond_wait_common)$`)
+
+// chainOfFrames renders a stack as "f ← g ← h" with at most n frames.
+func chainOfFrames(st []stacks.Frame, n int) string {
+	var parts []string
+	for i, f := range st {
+		if i == n {
+			parts = append(parts, fmt.Sprintf("… (%d more)", len(st)-n))
+			break
+		}
+		s := f.Name()
+		if f.Module != "" && f.Func == "" {
+			s = fmt.Sprintf("%s+%#x", filepath.Base(f.Module), f.Offset)
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, " ← ")
+}
+
+// ticksPerSample renders CPU ticks per sample: "—, 50, 49" (the first sample
+// has nothing to compare with).
+func ticksPerSample(ticks []uint64) string {
+	var parts []string
+	for i, t := range ticks {
+		if i == 0 {
+			parts = append(parts, "—")
+			continue
+		}
+		parts = append(parts, fmt.Sprint(t))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// whoProc names a process for a person: "pid 4700 `python3`".
+func whoProc(p *stacks.Process) string {
+	name := ""
+	for _, t := range p.Threads {
+		if t.Tid == p.Pid {
+			name = t.Name
+		}
+	}
+	if name == "" && p.Exe != "" {
+		name = filepath.Base(p.Exe)
+	}
+	if name == "" {
+		return fmt.Sprintf("pid %d", p.Pid)
+	}
+	return fmt.Sprintf("pid %d `%s`", p.Pid, name)
+}
+
+// lockOwnedWait reports whether some thread of p waits on a mutex whose
+// owner is known and not running (the owner sleeps, is blocked, has
+// exited, is a parent thread across fork, or is the waiter itself). Such
+// a process belongs to the lock signatures: the verdicts that are not a
+// deadlock leave it alone.
+func lockOwnedWait(a *Analysis, p *stacks.Process) bool {
+	for _, t := range p.Threads {
+		w := factsOf(t).lastWait()
+		if w == nil || w.Mutex == nil || w.Mutex.Owner == 0 {
+			continue
+		}
+		owner := w.Mutex.Owner
+		if owner == t.Tid {
+			return true
+		}
+		ref, ok := a.Thread(owner)
+		if !ok {
+			return true // exited, or a thread of the parent at fork
+		}
+		of := factsOf(ref.Thread)
+		if of.kind != wkRunning && !of.changed {
+			return true
+		}
+	}
+	return false
+}
+
+// factTids lists the tids of threads.
+func factTids(fs []threadFacts) []int {
+	var out []int
+	for _, f := range fs {
+		out = append(out, f.t.Tid)
+	}
+	return out
+}
+
+// calmVerdict is the one verdict that is not a deadlock a process gets:
+// "progressing", "io-wait", "sleeping", or "" when it gets none. A
+// process some deadlock signature of this file set claims, or whose
+// threads wait on a mutex with a known owner that does not run (the lock
+// signatures' ground), or that waits on a child process
+// (waiting-on-process), gets none.
+func calmVerdict(a *Analysis, p *stacks.Process) (string, []threadFacts) {
+	if p.Exited || len(p.Threads) == 0 || lockOwnedWait(a, p) || a.LockDiagnosed(p.Pid) {
+		return "", nil
+	}
+	if _, ok := spinWaitIn(a, p); ok {
+		return "", nil
+	}
+	if p.Fork != nil {
+		if _, ok := forkAccelIn(a, p); ok {
+			return "", nil
+		}
+	}
+	var all []threadFacts
+	for _, t := range p.Threads {
+		if f := factsOf(t); !f.zombie {
+			all = append(all, f)
+		}
+	}
+	pick := func(keep func(threadFacts) bool) []threadFacts {
+		var out []threadFacts
+		for _, f := range all {
+			if keep(f) {
+				out = append(out, f)
+			}
+		}
+		return out
+	}
+	if fs := pick(threadWorks); len(fs) > 0 {
+		return "progressing", all
+	}
+	if len(pick(func(f threadFacts) bool { return f.kind == wkChild })) > 0 {
+		return "", nil
+	}
+	if fs := pick(func(f threadFacts) bool { return f.kind == wkIO }); len(fs) > 0 {
+		return "io-wait", all
+	}
+	if fs := pick(func(f threadFacts) bool { return f.kind == wkSleep }); len(fs) > 0 {
+		return "sleeping", all
+	}
+	return "", nil
+}
+
+// othersText says what the threads not in skip are doing, one a line.
+func othersText(all []threadFacts, skip map[int]bool) []string {
+	var out []string
+	for _, f := range all {
+		if skip[f.t.Tid] {
+			continue
+		}
+		out = append(out, sleeperText(f))
+	}
+	return limitList(out, 6)
+}

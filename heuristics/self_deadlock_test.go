@@ -1,0 +1,74 @@
+package heuristics
+
+import (
+	"github.com/hangdoc/hangdoc/stacks"
+	"testing"
+)
+
+// The OpenBLAS shape: exec_blas_async holds server_lock and calls
+// blas_thread_init, which locks it again.
+func openblasRelock(kind uint32) *stacks.Snapshot {
+	return live(proc(4700,
+		on(thread(4711, "worker", mutexFrames("blas_thread_init", "exec_blas_async", "dgemm_")...),
+			named(lockWait(0x7f00aa00, 4711, kind), "server_lock")),
+		on(thread(4700, "main", joinFrames("main")...), joinWait(4711)),
+	))
+}
+
+func TestSelfDeadlock(t *testing.T) {
+	d := one(t, "self-deadlock", openblasRelock(0))
+	complete(t, d)
+	if d.Confidence != High {
+		t.Errorf("confidence %s, want high", d.Confidence)
+	}
+	if want := "thread 4711 `worker` waits for mutex `server_lock` (0x7f00aa00) which it already holds"; d.Summary != want {
+		t.Errorf("summary %q\nwant %q", d.Summary, want)
+	}
+	has(t, "chain", d.Chain[0], "`blas_thread_init`")
+	sameInts(t, "tids", d.Tids, 4711)
+	sameInts(t, "pids", d.Pids, 4700)
+	// not also a one-thread lock-order cycle, nor anything else
+	for _, id := range []string{"lock-order-cycle", "orphaned-lock", "fork-inherited-lock", "lost-wakeup", "signal-handler-reentry"} {
+		none(t, id, openblasRelock(0))
+	}
+}
+
+func TestSelfDeadlockRecursiveIsNot(t *testing.T) {
+	none(t, "self-deadlock", openblasRelock(kindRecursive))
+	none(t, "self-deadlock", openblasRelock(kindRecursive|kindRobust))
+}
+
+func TestSelfDeadlockErrorcheck(t *testing.T) {
+	d := one(t, "self-deadlock", openblasRelock(kindErrCheck))
+	if d.Confidence != Medium {
+		t.Errorf("confidence %s, want medium", d.Confidence)
+	}
+	has(t, "chain", d.Chain[2], "EDEADLK", "stuck anyway")
+}
+
+func TestSelfDeadlockOwnedByAnother(t *testing.T) {
+	none(t, "self-deadlock", live(proc(1,
+		on(thread(1, "a", mutexFrames("f")...), lockWait(0x10, 2, 0)),
+		thread(2, "b", "compute"),
+	)))
+}
+
+func TestSelfDeadlockPastedDump(t *testing.T) {
+	snap := pasted(proc(4700,
+		thread(4711, "worker", mutexFrames("blas_thread_init", "exec_blas_async")...),
+		thread(4700, "main", joinFrames("main")...),
+	))
+	d := one(t, "self-deadlock", snap)
+	complete(t, d)
+	if d.Confidence != Low {
+		t.Errorf("confidence %s, want low", d.Confidence)
+	}
+	has(t, "summary", d.Summary, "thread 4711 `worker`", "`blas_thread_init`")
+	lacks(t, "summary", d.Summary, "held by")
+	none(t, "lock-order-cycle", snap)
+	// one thread's bt pasted alone: the others may hold the lock
+	none(t, "self-deadlock", pasted(proc(4700, snap.Processes[0].Threads[0])))
+	// a running thread could be the holder: no claim
+	snap.Processes[0].Threads = append(snap.Processes[0].Threads, spinning(thread(4712, "busy", "compute")))
+	none(t, "self-deadlock", snap)
+}

@@ -1,0 +1,180 @@
+package heuristics
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/hangdoc/hangdoc/stacks"
+)
+
+func init() {
+	register(&Signature{
+		ID:    "signal-handler-reentry",
+		Title: "Signal handler re-takes a lock its thread holds",
+		Explain: "A signal handler runs on the thread it interrupts. When the interrupted code held a lock " +
+			"(malloc's arena lock, a stdio stream, a logger's mutex) and the handler takes the same lock, " +
+			"the thread waits for itself: the lock is released only when the handler returns. The stack " +
+			"shows the acquisition twice, once on each side of `<signal handler called>`.",
+		Fix: "Call only async-signal-safe functions in a signal handler (signal-safety(7)): no malloc, stdio, " +
+			"locks or loggers. Set a volatile sig_atomic_t flag or write(2) a byte to a self-pipe and do the " +
+			"work outside the handler, or block the signal with pthread_sigmask and take it synchronously in " +
+			"a dedicated thread with sigwait or signalfd.",
+		Rank:  25,
+		Match: matchSignalReentry,
+	})
+}
+
+// reentry is a thread blocked on a lock inside a signal handler while
+// the code the signal interrupted holds it.
+type reentry struct {
+	waiter ThreadRef
+	sig    int   // index of the signal frame
+	caller int   // the frame in the handler that asked for the lock
+	edge   *Edge // the mutex wait, when the owner was read
+	// held is the frame below the signal frame that holds the lock, and
+	// family what kind of lock both sides take ("malloc", "stdio", …),
+	// when only frame names speak.
+	held   int
+	family string
+}
+
+// findReentries finds the threads re-entered by a signal handler: with
+// owners, a thread waiting above a signal frame for a mutex it owns;
+// without, the same lock family (or the same function) on both sides of
+// the signal frame.
+func findReentries(a *Analysis) []reentry {
+	var found []reentry
+	for _, p := range a.Snap.Processes {
+		if p.Exited {
+			continue
+		}
+		for _, t := range p.Threads {
+			sig := signalFrame(t.Stack)
+			class, caller := waitOf(t)
+			if sig <= 0 || !class.isLock() || caller > sig {
+				continue
+			}
+			r := reentry{waiter: ThreadRef{p, t}, sig: sig, caller: caller, held: -1}
+			if es := a.WaitsFor(t.Tid); len(es) > 0 && es[0].Kind == EdgeMutex && es[0].Lock.Owner.Kind != OwnerUnknown {
+				e := es[0]
+				if e.Lock.Owner.Kind == OwnerLive && e.To.Thread == t && e.Lock.Mutex.Kind&kindMask != kindRecursive {
+					r.edge = &e
+					found = append(found, r)
+				}
+				continue // the owner speaks: another owner is no re-entry
+			}
+			if r.held, r.family = sameLockBelow(t.Stack, caller, sig); r.held >= 0 {
+				found = append(found, r)
+			}
+		}
+	}
+	return found
+}
+
+// sameLockBelow looks below the signal frame for a frame that takes the
+// same lock as the handler's frames from caller to the signal frame: one
+// of the same lock family, or the very function that asked for the lock.
+func sameLockBelow(stack []stacks.Frame, caller, sig int) (int, string) {
+	above := map[string]bool{}
+	for _, f := range stack[caller:sig] {
+		if fam := lockFamily(f); fam != "" {
+			above[fam] = true
+		}
+	}
+	asker := ""
+	if caller < sig {
+		asker = funcKey(stack[caller])
+	}
+	for i := sig + 1; i < len(stack); i++ {
+		if fam := lockFamily(stack[i]); above[fam] {
+			return i, fam
+		}
+		if asker != "" && funcKey(stack[i]) == asker {
+			return i, "`" + frameName(stack[i]) + "`"
+		}
+	}
+	return -1, ""
+}
+
+var (
+	mallocFuncs = set("malloc", "free", "calloc", "realloc", "reallocarray", "memalign", "posix_memalign",
+		"aligned_alloc", "valloc", "pvalloc", "libc_malloc", "libc_free", "libc_calloc", "libc_realloc",
+		"libc_memalign", "int_malloc", "int_free", "int_realloc", "int_memalign", "malloc_consolidate",
+		"arena_get2", "arena_get_retry", "tcache_init", "sysmalloc", "operator new", "operator new[]",
+		"operator delete", "operator delete[]", "je_malloc", "je_free", "tc_malloc", "tc_free")
+	stdioFuncs = set("printf", "fprintf", "vprintf", "vfprintf", "vfprintf_internal", "puts", "fputs",
+		"fputc", "putc", "putchar", "fwrite", "fflush", "fclose", "fgets", "getc", "fgetc", "perror",
+		"flockfile", "IO_flockfile", "IO_vfprintf", "IO_fwrite", "IO_puts", "IO_fputs", "IO_fflush",
+		"IO_putc", "IO_fclose", "printf_chk", "fprintf_chk", "vfprintf_chk")
+	syslogFuncs = set("syslog", "vsyslog", "vsyslog_internal", "syslog_chk", "vsyslog_chk", "openlog", "closelog")
+)
+
+// lockFamily names the lock a well-known non-async-signal-safe function
+// takes, "" for others.
+func lockFamily(f stacks.Frame) string {
+	k := funcKey(f)
+	switch {
+	case mallocFuncs[k]:
+		return "malloc"
+	case stdioFuncs[k]:
+		return "stdio"
+	case syslogFuncs[k]:
+		return "syslog"
+	case strings.HasPrefix(k, "google::"), strings.HasPrefix(k, "spdlog::"), strings.HasPrefix(k, "log4cxx::"),
+		strings.HasPrefix(k, "boost::log::"):
+		return "logger"
+	case isLoaderFrame(f):
+		return "dynamic loader"
+	}
+	return ""
+}
+
+func matchSignalReentry(a *Analysis) []Diagnosis {
+	var ds []Diagnosis
+	for _, r := range findReentries(a) {
+		t := r.waiter.Thread
+		handler := frameName(t.Stack[r.sig-1]) // the function the kernel called
+		interrupted := "?"
+		if r.sig+1 < len(t.Stack) {
+			interrupted = frameName(t.Stack[r.sig+1])
+		}
+		asker := handler
+		if r.caller < r.sig {
+			asker = frameName(t.Stack[r.caller])
+		}
+		d := Diagnosis{Deadlock: true, Refs: []string{
+			"https://man7.org/linux/man-pages/man7/signal-safety.7.html",
+			"https://man7.org/linux/man-pages/man3/pthread_sigmask.3.html",
+			"https://man7.org/linux/man-pages/man2/signalfd.2.html",
+		}}
+		d.Pids, d.Tids = orderRefs(r.waiter)
+		if r.edge != nil {
+			m := r.edge.Lock.Mutex
+			d.Confidence = a.graphConfidence()
+			d.Summary = fmt.Sprintf("%s waits in signal handler `%s` for %s, which it already holds: the signal interrupted it in `%s`",
+				threadLabel(t), handler, mutexLabel(m), interrupted)
+			d.Chain = []string{
+				fmt.Sprintf("%s holds %s (the mutex records it as owner) and was running `%s`", threadLabel(t), mutexLabel(m), interrupted),
+				fmt.Sprintf("a signal ran handler `%s` on the same thread", handler),
+				fmt.Sprintf("the handler, in `%s`, waits for %s: the thread waits for itself, and the interrupted code that would unlock it cannot run until the handler returns", asker, mutexLabel(m)),
+			}
+			d.Evidence = []string{mutexFacts(m)}
+		} else {
+			held := frameName(t.Stack[r.held])
+			d.Confidence = Medium
+			d.Summary = fmt.Sprintf("%s waits for a lock in `%s` inside signal handler `%s`, which interrupted it in `%s` holding the same %s lock",
+				threadLabel(t), asker, handler, held, r.family)
+			d.Chain = []string{
+				fmt.Sprintf("%s was inside `%s`, which takes the %s lock, when a signal arrived", threadLabel(t), held, r.family),
+				fmt.Sprintf("the kernel ran handler `%s` on the same thread", handler),
+				fmt.Sprintf("the handler calls `%s`, which waits for the same %s lock: the thread waits for itself", asker, r.family),
+			}
+			d.Evidence = []string{"no mutex owner was read: the same lock is inferred from the function names on both sides of the signal frame"}
+		}
+		d.Evidence = append(d.Evidence,
+			stackLineN(t, r.sig+3),
+			fmt.Sprintf("signal frame at #%d: handler frames #0–#%d, interrupted frames from #%d", r.sig, r.sig-1, r.sig+1))
+		ds = append(ds, d)
+	}
+	return ds
+}

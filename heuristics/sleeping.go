@@ -1,0 +1,89 @@
+package heuristics
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/hangdoc/hangdoc/stacks"
+)
+
+func init() {
+	register(&Signature{
+		ID:    "sleeping",
+		Title: "Not a deadlock: the process sleeps on a timer",
+		Explain: `No thread runs, none waits on I/O and none is stuck on a lock: threads sleep
+in nanosleep, clock_nanosleep, pause, sleep, usleep, or a select without fds.
+They wake up by themselves. Given only to a process that no deadlock signature
+claims.`,
+		Fix: `Nothing is deadlocked: the process sleeps and will wake up. If it should be
+working, look at why it sleeps: a retry or back-off loop, a rate limit, a poll
+interval, or a sleep-and-check loop waiting for something another process
+should do.`,
+		Rank:  130,
+		Match: matchSleeping,
+	})
+}
+
+func matchSleeping(a *Analysis) []Diagnosis {
+	var out []Diagnosis
+	for _, p := range a.Snap.Processes {
+		if v, all := calmVerdict(a, p); v == "sleeping" {
+			out = append(out, sleepingDiagnosis(p, all))
+		}
+	}
+	return out
+}
+
+func sleepingDiagnosis(p *stacks.Process, all []threadFacts) Diagnosis {
+	var sl []threadFacts
+	for _, f := range all {
+		if f.kind == wkSleep {
+			sl = append(sl, f)
+		}
+	}
+	d := Diagnosis{Confidence: High, Pids: []int{p.Pid}, Tids: factTids(sl), Deadlock: false, Refs: []string{}}
+	var names []string
+	calls := map[string]bool{}
+	var callList []string
+	kernel := true
+	for _, f := range sl {
+		names = append(names, f.label())
+		if !calls[f.call] {
+			calls[f.call] = true
+			callList = append(callList, "`"+f.call+"`")
+		}
+		if f.lastWait() == nil {
+			kernel = false
+		}
+	}
+	if !kernel {
+		d.Confidence = Medium
+	}
+	verb := "sleeps"
+	if len(sl) > 1 {
+		verb = "sleep"
+	}
+	who := strings.Join(limitList(names, 3), ", ")
+	if len(sl) == 2 {
+		who = names[0] + " and " + names[1]
+	}
+	d.Summary = fmt.Sprintf("not a deadlock, sleeping on a timer: %s %s in %s", who, verb, strings.Join(callList, ", "))
+	skip := map[int]bool{}
+	for _, f := range sl {
+		skip[f.t.Tid] = true
+		step := fmt.Sprintf("%s sleeps in `%s`", f.label(), f.call)
+		if fn := innermostOwnFunc(f.lastStack()); fn != "" {
+			step += fmt.Sprintf(", called from `%s`", fn)
+		}
+		d.Chain = append(d.Chain, step)
+		same := "in the only sample"
+		if len(f.samples) > 1 && f.same {
+			same = fmt.Sprintf("same stack in all %d samples", len(f.samples))
+		}
+		d.Evidence = append(d.Evidence, fmt.Sprintf("%s: %s; stack: %s", f.label(), same, chainOfFrames(f.lastStack(), 8)))
+	}
+	for _, o := range othersText(all, skip) {
+		d.Chain = append(d.Chain, o)
+	}
+	return d
+}
