@@ -1,0 +1,49 @@
+package attach
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hangdoc/hangdoc/internal/patient"
+)
+
+// TestStopTimeoutReleasesThread: a thread that cannot reach its stop (a
+// vfork parent waits in the kernel until its child exits) is abandoned
+// after the stop timeout, released, and runs on when its wait ends.
+func TestStopTimeoutReleasesThread(t *testing.T) {
+	patient.RequirePtrace(t)
+	p := patient.Start(t, patient.Build(t, "vfork_stuck.c", patient.O2g...), "1500")
+	tid := p.Int(t, "vforker")
+	s := &sampler{opts: Options{StopTimeout: 50 * time.Millisecond}, tracer: newTracer()}
+	defer func() { s.tracer.close() }()
+	tg := &target{pid: p.Pid}
+	start := time.Now()
+	_, err := s.stop(tg, tid)
+	if err == nil || !strings.Contains(err.Error(), "did not stop within") {
+		t.Fatalf("stop of a vfork parent: %v, want a timeout", err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("the stop took %v, want it bounded by the 50ms timeout", d)
+	}
+	// The old tracer's thread is gone: the kernel has released the thread.
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		b, _ := os.ReadFile(taskPath(p.Pid, tid, "status"))
+		if strings.Contains(string(b), "\nTracerPid:\t0\n") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("thread %d still traced after the stop was abandoned:\n%s", tid, b)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// When the vfork child exits, the thread goes on as if nothing happened.
+	p.Expect(t, "vfork done", 5*time.Second)
+	// And the new tracer works.
+	st, err := s.stop(tg, p.Pid)
+	if err != nil || st.Regs.Valid == 0 {
+		t.Fatalf("stop with the new tracer: %v", err)
+	}
+}
