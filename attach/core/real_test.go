@@ -1,89 +1,47 @@
 package core_test
 
 import (
-	"bufio"
 	"bytes"
-	"context"
 	"debug/elf"
 	"errors"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
-	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/hangdoc/hangdoc/attach/core"
 	"github.com/hangdoc/hangdoc/attach/unwind"
+	"github.com/hangdoc/hangdoc/internal/patient"
 )
 
-// runPatient builds testdata/two.c, runs it through sh (so the test can
-// set a core limit), waits for "ready <marker address>" and returns the
-// process, the marker address and the TIDs it had. The process is
-// killed in cleanup.
-func runPatient(t *testing.T, dir, shellPrefix string) (*exec.Cmd, uint64, []int) {
+// twoPatient builds testdata/two.c and starts it with start
+// (patient.Start, or patient.StartDumpable for a kernel core) as dir/two,
+// a link to the binary, so that its name is "two" (the cached binary's
+// name is longer than a core keeps); it returns the patient, the binary's
+// path, the address of its marker and its TIDs.
+func twoPatient(t *testing.T, dir string, start func(argv0 string) *patient.Proc) (*patient.Proc, string, uint64, []int) {
 	t.Helper()
-	if _, err := exec.LookPath("gcc"); err != nil {
-		t.Skip("gcc not installed")
-	}
-	exe := filepath.Join(dir, "two")
-	if out, err := exec.Command("gcc", "-O2", "-pthread", "-o", exe, "testdata/two.c").CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
-	cmd := exec.Command("sh", "-c", shellPrefix+"exec "+exe)
-	cmd.Dir = dir
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
+	exe := patient.BuildFile(t, filepath.Join("testdata", "two.c"), "-O2", "-pthread")
+	two := filepath.Join(dir, "two")
+	if err := os.Symlink(exe, two); err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var once sync.Once
-	t.Cleanup(func() { once.Do(func() { cmd.Process.Kill(); cmd.Wait() }) })
-
-	line := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "ready ") {
-				line <- sc.Text()
-				return
-			}
-		}
-		close(line)
-	}()
-	var ready string
-	select {
-	case ready = <-line:
-	case <-time.After(20 * time.Second):
-	}
-	if ready == "" {
-		t.Fatal("patient did not say ready")
-	}
-	marker, err := strconv.ParseUint(strings.TrimPrefix(ready, "ready 0x"), 16, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", cmd.Process.Pid))
+	p := start(two)
+	marker := uint64(p.Int(t, "marker"))
+	tasks, err := p.Tasks()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var tids []int
-	for _, e := range ents {
-		tid, _ := strconv.Atoi(e.Name())
+	for tid := range tasks {
 		tids = append(tids, tid)
 	}
-	return cmd, marker, tids
+	return p, exe, marker, tids
 }
 
-// checkCore checks what any core of the patient must show.
-func checkCore(t *testing.T, path string, pid int, marker uint64, tids []int) *core.File {
+// checkCore checks what any core of the patient (the binary exe) must
+// show.
+func checkCore(t *testing.T, path, exe string, pid int, marker uint64, tids []int) *core.File {
 	t.Helper()
 	f, err := core.Open(path)
 	if err != nil {
@@ -114,7 +72,6 @@ func checkCore(t *testing.T, path string, pid int, marker uint64, tids []int) *c
 	if _, err := f.ReadAt(p, marker); err != nil || string(p) != "hangdoc-core-marker" {
 		t.Errorf("marker at %#x: %q %v", marker, p, err)
 	}
-	exe := filepath.Join(filepath.Dir(path), "two")
 	if !slices.ContainsFunc(f.Mappings, func(m core.Mapping) bool { return m.Path == exe }) {
 		t.Errorf("no mapping of %s in %+v", exe, f.Mappings)
 	}
@@ -125,47 +82,22 @@ func checkCore(t *testing.T, path string, pid int, marker uint64, tids []int) *c
 }
 
 func TestGcore(t *testing.T) {
-	if _, err := exec.LookPath("gcore"); err != nil {
-		t.Skip("gcore not installed")
-	}
 	dir := t.TempDir()
-	cmd, marker, tids := runPatient(t, dir, "")
-	pid := cmd.Process.Pid
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	prefix := filepath.Join(dir, "core")
-	if out, err := exec.CommandContext(ctx, "gcore", "-o", prefix, strconv.Itoa(pid)).CombinedOutput(); err != nil {
-		t.Fatalf("gcore: %v\n%s", err, out)
-	}
-	checkCore(t, fmt.Sprintf("%s.%d", prefix, pid), pid, marker, tids)
+	p, exe, marker, tids := twoPatient(t, dir, func(two string) *patient.Proc { return patient.Start(t, two) })
+	checkCore(t, patient.Gcore(t, p.Pid, dir), exe, p.Pid, marker, tids)
 }
 
-// TestKernelCore has the kernel dump the patient (SIGABRT), when the
-// machine's core_pattern writes plain files. Kernel cores leave out
-// file-backed code: FileBacked must read it from the mapped files.
+// TestKernelCore has the kernel dump the patient (SIGABRT); it needs a
+// core_pattern that writes plain files (patient.StartDumpable). Kernel
+// cores leave out file-backed code: FileBacked must read it from the
+// mapped files.
 func TestKernelCore(t *testing.T) {
-	pattern, err := os.ReadFile("/proc/sys/kernel/core_pattern")
-	if err != nil || strings.ContainsAny(string(pattern), "|%/") {
-		t.Skipf("core_pattern %q: not a plain file name", pattern)
-	}
-	usesPID, _ := os.ReadFile("/proc/sys/kernel/core_uses_pid")
 	dir := t.TempDir()
-	cmd, marker, tids := runPatient(t, dir, "ulimit -c unlimited && ")
-	pid := cmd.Process.Pid
-	cmd.Process.Signal(syscall.SIGABRT)
-	cmd.Wait()
-	path := filepath.Join(dir, strings.TrimSpace(string(pattern)))
-	if strings.TrimSpace(string(usesPID)) == "1" {
-		path += "." + strconv.Itoa(pid)
-	}
-	if _, err := os.Stat(path); err != nil {
-		t.Skipf("the kernel wrote no core: %v", err)
-	}
-	f := checkCore(t, path, pid, marker, tids)
+	proc, exe, marker, tids := twoPatient(t, dir, func(two string) *patient.Proc { return patient.StartDumpable(t, dir, two) })
+	f := checkCore(t, proc.KernelCore(t), exe, proc.Pid, marker, tids)
 
 	// The first bytes of the executable's code are not in the core but
 	// are in the file.
-	exe := filepath.Join(dir, "two")
 	ef, err := elf.Open(exe)
 	if err != nil {
 		t.Fatal(err)

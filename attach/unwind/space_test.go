@@ -46,7 +46,7 @@ var spaces = map[string]testSpace{}
 
 // loadSpace places the files a core maps (NT_FILE) and its vDSO (from
 // the core's memory) in a module.Space.
-func loadSpace(t testing.TB, p *patient, cf *core.File) testSpace {
+func loadSpace(t testing.TB, p *patientCore, cf *core.File) testSpace {
 	t.Helper()
 	patientsMu.Lock()
 	defer patientsMu.Unlock()

@@ -9,11 +9,13 @@ import (
 	"github.com/go-delve/delve/pkg/dwarf/frame"
 	"github.com/hangdoc/hangdoc/attach/core"
 	"github.com/hangdoc/hangdoc/attach/unwind"
+	"github.com/hangdoc/hangdoc/internal/patient"
+	"github.com/hangdoc/hangdoc/stacks"
 )
 
-// openCore opens a patient's core; its memory falls back to the mapped
-// files for the code the core leaves out.
-func openCore(t testing.TB, p *patient) (*core.File, unwind.Memory) {
+// openCore opens a patient's core and the address space it maps; its
+// memory falls back to the mapped files for the code the core leaves out.
+func openCore(t testing.TB, p *patientCore) (*core.File, unwind.Memory, testSpace) {
 	t.Helper()
 	cf, err := core.Open(p.core)
 	if err != nil {
@@ -21,7 +23,7 @@ func openCore(t testing.TB, p *patient) (*core.File, unwind.Memory) {
 	}
 	mem := cf.WithFiles("")
 	t.Cleanup(func() { mem.Close(); cf.Close() })
-	return cf, mem
+	return cf, mem, loadSpace(t, p, cf)
 }
 
 // names returns the function names of a stack, "<signal>" for signal frames.
@@ -46,39 +48,49 @@ func dump(space testSpace, res unwind.Result) string {
 	return b.String()
 }
 
-func dumpGDB(g []gdbFrame) string {
+func dumpGDB(g []stacks.Frame) string {
 	var b strings.Builder
-	for _, f := range g {
-		b.WriteString("  " + f.Line + "\n")
+	for i, f := range g {
+		fmt.Fprintf(&b, "  #%d %#x %s inlined=%v\n", i, f.PC, f.Name(), f.Inlined)
 	}
 	return b.String()
 }
 
+// gdbAddr says whether gdb printed an address on frame i ("#3 0x… in f
+// ()"): it does on the innermost frame of each machine frame. ParseGDB
+// gives the frames inlined into it (no address of their own) its PC and
+// marks all but the outermost Inlined; frame 0 at a line start and the
+// signal frame have no address.
+func gdbAddr(g []stacks.Frame, i int) bool {
+	return g[i].PC != 0 && !g[i].Signal && (i == 0 || !g[i-1].Inlined)
+}
+
 // checkGDB holds our stack against gdb's: every frame gdb prints with an
-// address ("#3 0x… in f ()") must be ours at the same PC, in order, and
-// ours must be a subsequence of gdb's (frames gdb prints without address,
-// inline frames and frame 0 at a line start, are matched by name).
-func checkGDB(t *testing.T, space testSpace, res unwind.Result, g []gdbFrame) {
+// address must be ours at the same PC, in order, and ours must be a
+// subsequence of gdb's (frames gdb prints without address, inline frames
+// and frame 0 at a line start, are matched by name).
+func checkGDB(t *testing.T, space testSpace, res unwind.Result, g []stacks.Frame) {
 	t.Helper()
-	match := func(i int, f unwind.Frame, gf gdbFrame) bool {
-		switch {
-		case gf.Name == "<signal handler called>":
+	match := func(i int, f unwind.Frame, gi int) bool {
+		switch gf := g[gi]; {
+		case gf.Signal:
 			return f.Signal
-		case gf.Addr != 0:
-			return gf.Addr == f.PC
+		case gdbAddr(g, gi):
+			return gf.PC == f.PC
 		case i == 0:
 			return true // both start at the thread's PC
+		default:
+			return slices.Contains(space.names(f.LookupPC), gf.Func)
 		}
-		return slices.Contains(space.names(f.LookupPC), gf.Name)
 	}
 	j := 0
-	for _, gf := range g {
-		if j < len(res.Frames) && match(j, res.Frames[j], gf) {
+	for gi, gf := range g {
+		if j < len(res.Frames) && match(j, res.Frames[j], gi) {
 			j++
 			continue
 		}
-		if gf.Addr != 0 || gf.Name == "<signal handler called>" {
-			t.Errorf("gdb frame %q missing from ours\nours:\n%sgdb:\n%s", gf.Line, dump(space, res), dumpGDB(g))
+		if gdbAddr(g, gi) || gf.Signal {
+			t.Errorf("gdb frame #%d %#x %s missing from ours\nours:\n%sgdb:\n%s", gi, gf.PC, gf.Name(), dump(space, res), dumpGDB(g))
 			return
 		}
 	}
@@ -133,11 +145,9 @@ func TestThreads(t *testing.T) {
 	}
 	mine := slices.Concat(want...)
 	for _, pc := range patientCases() {
-		flags := pc.flags
 		t.Run(pc.name, func(t *testing.T) {
 			p := pc.get(t, "threads")
-			cf, mem := openCore(t, p)
-			space := loadSpace(t, p, cf)
+			cf, mem, space := openCore(t, p)
 			gdb := p.gdbStacks(t)
 			if len(cf.Threads) != 3 {
 				t.Fatalf("%d threads in the core, want 3", len(cf.Threads))
@@ -150,7 +160,7 @@ func TestThreads(t *testing.T) {
 				}
 				checkGDB(t, space, res, gdb[th.TID])
 				part := checkPartial(t, space, res, th.Regs, mem)
-				if flags == dbgFlags && strings.Contains(strings.Join(names(space, res), " "), "c_read") {
+				if slices.Equal(pc.flags, patient.O0g) && strings.Contains(strings.Join(names(space, res), " "), "c_read") {
 					// At -O0 c_read's CFA is rbp+16: the syscall file is not enough.
 					if !part.NeedsRegs || part.Stop != "needs register rbp" {
 						t.Errorf("partial unwind of -O0 code: stop %q needs %v, want needs register rbp", part.Stop, part.NeedsRegs)
@@ -184,8 +194,7 @@ func TestSignalFrame(t *testing.T) {
 	for _, pc := range patientCases() {
 		t.Run(pc.name, func(t *testing.T) {
 			p := pc.get(t, "sig")
-			cf, mem := openCore(t, p)
-			space := loadSpace(t, p, cf)
+			cf, mem, space := openCore(t, p)
 			gdb := p.gdbStacks(t)
 			th := cf.Threads[0]
 			for _, tc := range []struct {
@@ -225,28 +234,39 @@ func TestSignalFrame(t *testing.T) {
 
 // patientCase is a way to build a patient and dump its core.
 type patientCase struct {
-	name, flags string
-	get         func(t testing.TB, prog string) *patient
+	name   string
+	flags  []string
+	kernel bool // the kernel dumps it, not gcore
 }
 
-// patientCases: gcore at -O2 and -O0, and a kernel core at -O2 (no code
-// in it: the unwinder reads code bytes from the mapped files).
+func (pc patientCase) get(t testing.TB, prog string) *patientCore {
+	if pc.kernel {
+		return getKernelPatient(t, prog, pc.flags)
+	}
+	return getPatient(t, prog, pc.flags)
+}
+
+// patientCases: gcore at -O2 (no frame pointers) and -O0 -g, and a kernel
+// core at -O2 (no code in it: the unwinder reads code bytes from the
+// mapped files).
 func patientCases() []patientCase {
 	return []patientCase{
-		{"gcore" + optFlags, optFlags, func(t testing.TB, prog string) *patient { return getPatient(t, prog, optFlags) }},
-		{"gcore" + dbgFlags, dbgFlags, func(t testing.TB, prog string) *patient { return getPatient(t, prog, dbgFlags) }},
-		{"kernel" + optFlags, optFlags, func(t testing.TB, prog string) *patient { return getKernelPatient(t, prog, optFlags) }},
+		{"gcore-O2", patient.O2, false},
+		{"gcore-O0g", patient.O0g, false},
+		{"kernel-O2", patient.O2, true},
 	}
 }
 
 const recDepth = 1000
 
 func TestRecursionDepth(t *testing.T) {
-	for _, flags := range []string{optFlags, dbgFlags} {
-		t.Run(flags, func(t *testing.T) {
-			p := getPatient(t, "rec", flags)
-			cf, mem := openCore(t, p)
-			space := loadSpace(t, p, cf)
+	for _, pc := range patientCases() {
+		if pc.kernel {
+			continue // gcore's cores are enough here
+		}
+		t.Run(pc.name, func(t *testing.T) {
+			p := pc.get(t, "rec")
+			cf, mem, space := openCore(t, p)
 			th := cf.Threads[0]
 
 			res := unwind.Unwind(th.Regs, mem, space, unwind.Options{MaxDepth: 5000})
@@ -281,9 +301,8 @@ func TestRecursionDepth(t *testing.T) {
 // TestNeedsRegs starts an unwind in the middle of -O0 code, whose CFA is
 // rbp-based, with only RSP and RIP known.
 func TestNeedsRegs(t *testing.T) {
-	p := getPatient(t, "threads", dbgFlags)
-	cf, mem := openCore(t, p)
-	space := loadSpace(t, p, cf)
+	p := getPatient(t, "threads", patient.O0g)
+	cf, mem, space := openCore(t, p)
 	for _, th := range cf.Threads {
 		full := unwind.Unwind(th.Regs, mem, space, unwind.Options{})
 		k := slices.IndexFunc(full.Frames, func(f unwind.Frame) bool { return space.name(f.LookupPC) == "b_mid" })
@@ -308,9 +327,8 @@ func TestNeedsRegs(t *testing.T) {
 // TestOverlayStack unwinds from a copy of the top of the stack laid over
 // memory where the stack is gone, as the live sampler does.
 func TestOverlayStack(t *testing.T) {
-	p := getPatient(t, "threads", optFlags)
-	cf, mem := openCore(t, p)
-	space := loadSpace(t, p, cf)
+	p := getPatient(t, "threads", patient.O2)
+	cf, mem, space := openCore(t, p)
 	th := cf.Threads[0]
 	sp := th.Regs.Val[unwind.RSP]
 	full := unwind.Unwind(th.Regs, mem, space, unwind.Options{})
@@ -345,9 +363,8 @@ func (z zeroStackMem) ReadAt(p []byte, addr uint64) (int, error) {
 }
 
 func BenchmarkUnwindRecursion(b *testing.B) {
-	p := getPatient(b, "rec", optFlags)
-	cf, mem := openCore(b, p)
-	space := loadSpace(b, p, cf)
+	p := getPatient(b, "rec", patient.O2)
+	cf, mem, space := openCore(b, p)
 	th := cf.Threads[0]
 	frames := 0
 	b.ResetTimer()

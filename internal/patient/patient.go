@@ -34,6 +34,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // Flag sets the patients are built with.
@@ -54,6 +55,7 @@ const (
 	settleTimeout = 500 * time.Millisecond
 	gdbTimeout    = 60 * time.Second
 	reapTimeout   = 10 * time.Second
+	dumpTimeout   = 60 * time.Second
 )
 
 // inCI says whether a missing prerequisite fails the test instead of
@@ -110,8 +112,20 @@ func Build(t testing.TB, name string, flags ...string) string {
 	if filepath.Ext(name) == ".py" {
 		return filepath.Join(Dir(t), name)
 	}
-	base := strings.TrimSuffix(name, filepath.Ext(name))
-	return build(t, name, flags, func(key string) string {
+	return BuildFile(t, filepath.Join(Dir(t), name), flags...)
+}
+
+// BuildFile is Build for a source outside testdata/patients (a package's
+// own testdata): path is absolute or relative to the working directory.
+// The headers beside the source are part of the cache key.
+func BuildFile(t testing.TB, path string, flags ...string) string {
+	t.Helper()
+	src, err := filepath.Abs(path)
+	if err != nil {
+		t.Fatalf("patient: %v", err)
+	}
+	base := strings.TrimSuffix(filepath.Base(src), filepath.Ext(src))
+	return build(t, src, flags, func(key string) string {
 		return filepath.Join(CacheDir(), base+"-"+key)
 	})
 }
@@ -126,7 +140,7 @@ func BuildLib(t testing.TB, name string, flags ...string) string {
 	t.Helper()
 	base := strings.TrimSuffix(name, filepath.Ext(name))
 	flags = append([]string{"-shared", "-fPIC"}, flags...)
-	lib := build(t, name, flags, func(key string) string {
+	lib := build(t, filepath.Join(Dir(t), name), flags, func(key string) string {
 		return filepath.Join(CacheDir(), "lib"+base+"-"+key, "lib"+base+".so")
 	})
 	return filepath.Dir(lib)
@@ -138,24 +152,24 @@ func Link(dir, lib string) []string {
 	return []string{"-L" + dir, "-Wl,-rpath," + dir, "-l" + lib}
 }
 
-// build compiles the source name with flags into the path that out gives
-// for the cache key, unless that file is there already.
-func build(t testing.TB, name string, flags []string, out func(key string) string) string {
+// build compiles the source file src (an absolute path) with flags into
+// the path that out gives for the cache key, unless that file is there
+// already.
+func build(t testing.TB, src string, flags []string, out func(key string) string) string {
 	t.Helper()
-	dir := Dir(t)
-	src := filepath.Join(dir, name)
+	dir := filepath.Dir(src)
 	source, err := os.ReadFile(src)
 	if err != nil {
 		t.Fatalf("patient: %v", err)
 	}
 	var compiler string
-	switch filepath.Ext(name) {
+	switch filepath.Ext(src) {
 	case ".c":
 		compiler = envOr("CC", "gcc")
 	case ".cpp", ".cc":
 		compiler = envOr("CXX", "g++")
 	default:
-		t.Fatalf("patient: %s: do not know how to build %q files", name, filepath.Ext(name))
+		t.Fatalf("patient: %s: do not know how to build %q files", filepath.Base(src), filepath.Ext(src))
 	}
 	RequireTool(t, compiler)
 
@@ -252,6 +266,8 @@ type Proc struct {
 	release  chan struct{} // closed once reaped: frees the forking thread
 
 	early []string // lines before "ready", as Start read them
+
+	core string // where the kernel writes its core, for StartDumpable
 }
 
 // Start runs argv (a patient built by Build, or Python and a script) in a
@@ -259,6 +275,12 @@ type Proc struct {
 // registers a cleanup that SIGKILLs the group and reaps the patient. If the
 // patient exits or is not ready in time, the test fails with its stderr.
 func Start(t testing.TB, argv ...string) *Proc {
+	t.Helper()
+	return start(t, "", argv)
+}
+
+// start is Start, run in the directory dir ("" for the test's own).
+func start(t testing.TB, dir string, argv []string) *Proc {
 	t.Helper()
 	if len(argv) == 0 {
 		t.Fatal("patient.Start: no command")
@@ -269,6 +291,7 @@ func Start(t testing.TB, argv ...string) *Proc {
 	}
 	p := &Proc{Argv: argv, stderr: &capBuffer{max: 64 << 10}, notify: make(chan struct{}, 1)}
 	p.cmd = exec.Command(argv[0], argv[1:]...)
+	p.cmd.Dir = dir
 	p.cmd.Stdout = wr
 	p.cmd.Stderr = p.stderr
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{
@@ -541,6 +564,88 @@ func (p *Proc) Kill(t testing.TB) {
 	})
 }
 
+// StartDumpable is Start for a patient the kernel is to dump (see
+// KernelCore): it runs in dir, an existing directory where the kernel
+// writes the core, with a core size limit as high as the hard limit
+// allows. It skips the test (fails it when CI=true) unless
+// kernel.core_pattern is a plain file name, the only kind of kernel core
+// a test can find, and the hard limit allows cores.
+func StartDumpable(t testing.TB, dir string, argv ...string) *Proc {
+	t.Helper()
+	if !filepath.IsAbs(dir) {
+		t.Fatalf("patient.StartDumpable: %q is not an absolute directory", dir)
+	}
+	b, err := os.ReadFile("/proc/sys/kernel/core_pattern")
+	if err != nil {
+		missing(t, "cannot tell where the kernel writes cores: %v", err)
+	}
+	pattern := strings.TrimSpace(string(b))
+	if pattern == "" || strings.ContainsAny(pattern, "|%/") {
+		missing(t, "kernel.core_pattern is %q, not a plain file name: the kernel does not write the core into the process's directory", pattern)
+	}
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_CORE, &lim); err != nil {
+		t.Fatalf("patient: getrlimit RLIMIT_CORE: %v", err)
+	}
+	if lim.Max == 0 {
+		missing(t, "core dumps are off: the hard RLIMIT_CORE is 0 (ulimit -Hc)")
+	}
+	usesPid, _ := os.ReadFile("/proc/sys/kernel/core_uses_pid")
+	p := start(t, dir, argv)
+	p.core = filepath.Join(dir, pattern)
+	if strings.TrimSpace(string(usesPid)) == "1" {
+		p.core += "." + strconv.Itoa(p.Pid)
+	}
+	// The limit matters only when the patient dies: setting it now, while
+	// it waits, is early enough.
+	lim.Cur = lim.Max
+	if _, _, e := syscall.RawSyscall6(syscall.SYS_PRLIMIT64, uintptr(p.Pid), syscall.RLIMIT_CORE, uintptr(unsafe.Pointer(&lim)), 0, 0, 0); e != 0 {
+		t.Fatalf("patient %d: prlimit RLIMIT_CORE: %v", p.Pid, e)
+	}
+	return p
+}
+
+// KernelCore has the kernel dump a patient that StartDumpable started: it
+// sends SIGABRT, waits up to 60 s for the patient to die by itself (a
+// SIGKILL would cut the dump short; the kernel has written the core when
+// the patient's stdout closes), reaps it and returns the core's path. The
+// test fails when the patient wrote no core.
+func (p *Proc) KernelCore(t testing.TB) string {
+	t.Helper()
+	if p.core == "" {
+		t.Fatalf("patient %d: KernelCore of a patient not started by StartDumpable", p.Pid)
+	}
+	if err := os.Remove(p.core); err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("patient %d: a stale core is in the way: %v", p.Pid, err)
+	}
+	if err := p.Signal(syscall.SIGABRT); err != nil {
+		t.Fatalf("patient %d: %v", p.Pid, err)
+	}
+	end := time.Now().Add(dumpTimeout)
+	for {
+		_, err := p.NextLine(max(time.Until(end), time.Millisecond))
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("patient %d: alive %v after SIGABRT: %v", p.Pid, dumpTimeout, err)
+		}
+	}
+	p.Kill(t)
+	select {
+	case <-p.release: // reaped: ProcessState is set
+	default:
+		t.Fatalf("patient %d: not reaped after SIGABRT (state %s)", p.Pid, procState(p.Pid))
+	}
+	if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.CoreDump() {
+		t.Fatalf("patient %d: %v, no core dumped\nstderr:\n%s", p.Pid, p.cmd.ProcessState, p.Stderr())
+	}
+	if _, err := os.Stat(p.core); err != nil {
+		t.Fatalf("patient %d: the kernel says it dumped a core, but: %v", p.Pid, err)
+	}
+	return p.core
+}
+
 func (p *Proc) exitStatus() string {
 	// The reader saw EOF: the patient is exiting or gone. Peek without
 	// reaping (Kill does that): /proc tells whether it is a zombie.
@@ -695,22 +800,57 @@ func GDBBacktrace(t testing.TB, pid int) string {
 func GDB(t testing.TB, pid int, commands ...string) string {
 	t.Helper()
 	gdb := RequireTool(t, "gdb")
-	ctx, cancel := context.WithTimeout(context.Background(), gdbTimeout)
-	defer cancel()
+	args := append(gdbArgs(commands), "-p", strconv.Itoa(pid))
+	return runGDB(t, fmt.Sprintf("gdb -p %d", pid), gdb, args...)
+}
+
+// GDBCore is GDB on a core file instead of a live process (gdb … exe
+// core), with the same timeout; it needs no ptrace.
+func GDBCore(t testing.TB, exe, core string, commands ...string) string {
+	t.Helper()
+	gdb := RequireTool(t, "gdb")
+	args := append(gdbArgs(commands), exe, core)
+	return runGDB(t, "gdb "+core, gdb, args...)
+}
+
+// Gcore has gdb's gcore write a core of the running process pid into dir
+// and returns its path (dir/core.PID); the process runs on. It skips the
+// test when gcore is missing or ptrace is not permitted (fails it when
+// CI=true) and fails it when gcore fails or takes over 60 s.
+func Gcore(t testing.TB, pid int, dir string) string {
+	t.Helper()
+	gcore := RequireTool(t, "gcore")
+	RequirePtrace(t)
+	prefix := filepath.Join(dir, "core")
+	runGDB(t, fmt.Sprintf("gcore %d", pid), gcore, "-o", prefix, strconv.Itoa(pid))
+	return fmt.Sprintf("%s.%d", prefix, pid)
+}
+
+func gdbArgs(commands []string) []string {
 	args := []string{"-batch", "-nx", "-iex", "set debuginfod enabled off", "-ex", "set pagination off"}
 	for _, c := range commands {
 		args = append(args, "-ex", c)
 	}
-	args = append(args, "-p", strconv.Itoa(pid))
-	cmd := exec.CommandContext(ctx, gdb, args...)
+	return args
+}
+
+// runGDB runs gdb or one of its scripts (gcore) with a 60 s timeout and
+// debuginfod off, and returns what it printed, stdout and stderr
+// interleaved. It fails the test, naming the run as what, when the tool
+// fails or times out.
+func runGDB(t testing.TB, what, tool string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), gdbTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, tool, args...)
 	cmd.Env = append(os.Environ(), "DEBUGINFOD_URLS=")
 	cmd.WaitDelay = 5 * time.Second
 	out, err := cmd.CombinedOutput()
 	if ctx.Err() != nil {
-		t.Fatalf("gdb -p %d: timed out after %v\n%s", pid, gdbTimeout, out)
+		t.Fatalf("%s: timed out after %v\n%s", what, gdbTimeout, out)
 	}
 	if err != nil {
-		t.Fatalf("gdb -p %d: %v\n%s", pid, err, out)
+		t.Fatalf("%s: %v\n%s", what, err, out)
 	}
 	return string(out)
 }

@@ -1,4 +1,5 @@
-// Two threads, both in pause(); prints "ready <address of marker>".
+// Two threads, both in pause(); prints "marker=<address of marker>" in
+// decimal, then "ready".
 #include <pthread.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -14,7 +15,7 @@ int main(void) {
 	pthread_t t;
 	pthread_create(&t, NULL, idle, NULL);
 	usleep(50000);
-	printf("ready %p\n", (void *)marker);
+	printf("marker=%lu\nready\n", (unsigned long)marker);
 	fflush(stdout);
 	pause();
 	return 0;
