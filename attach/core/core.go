@@ -20,7 +20,7 @@ import (
 // underlying io.ReaderAt is.
 type File struct {
 	PID  int    // process id, from NT_PRPSINFO (0 when absent)
-	Name string // pr_fname: the command name, at most 15 bytes
+	Name string // pr_fname: the command name (15 bytes from the kernel, up to 16 from gcore)
 	Args string // pr_psargs: the start of the command line
 
 	Threads  []Thread  // one per NT_PRSTATUS, in file order (kernel cores: the crashing thread first)
