@@ -1,8 +1,6 @@
 package stacks
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"regexp"
@@ -64,7 +62,7 @@ func (e *LineError) Error() string {
 // when reading r failed (the snapshot then holds what came before).
 func ParseGDB(r io.Reader) (*Snapshot, []Skipped, error) {
 	p := &gdbParser{proc: &Process{}}
-	lines, readErr := readGDBLines(r)
+	lines, readErr := readTextLines(r)
 	p.lines = lines
 	p.run()
 	p.finish()
@@ -80,95 +78,6 @@ func ParseGDB(r io.Reader) (*Snapshot, []Skipped, error) {
 	return snap, p.skipped, readErr
 }
 
-// maxGDBLine caps one line; the rest of a longer line is dropped (and the
-// frame on it, if any, marked as cut).
-const maxGDBLine = 256 << 10
-
-// gdbLine is one input line after clean-up.
-type gdbLine struct {
-	no     int    // 1-based line number in the input
-	indent int    // leading blanks after quoting was removed (a tab counts 8)
-	text   string // trimmed content
-	cut    bool   // the line was longer than maxGDBLine
-}
-
-var (
-	ansiRE      = regexp.MustCompile(`\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])`)
-	timestampRE = regexp.MustCompile(`^\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)? ?`)
-	quoteRE     = regexp.MustCompile(`^[ \t]{0,3}>[ \t]?`)
-)
-
-func readGDBLines(r io.Reader) ([]gdbLine, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var lines []gdbLine
-	var buf []byte
-	no := 0
-	for {
-		chunk, isPrefix, err := br.ReadLine()
-		if len(chunk) > 0 || isPrefix || err == nil {
-			if len(buf) < maxGDBLine {
-				room := maxGDBLine - len(buf)
-				if len(chunk) > room {
-					chunk = chunk[:room]
-				}
-				buf = append(buf, chunk...)
-			}
-			if isPrefix {
-				if len(buf) >= maxGDBLine {
-					// keep reading to the end of the line, dropping it
-					for isPrefix && err == nil {
-						_, isPrefix, err = br.ReadLine()
-					}
-				} else {
-					continue
-				}
-			}
-			no++
-			lines = append(lines, cleanGDBLine(no, buf, len(buf) >= maxGDBLine))
-			buf = buf[:0]
-		}
-		if err == io.EOF {
-			return lines, nil
-		}
-		if err != nil {
-			return lines, fmt.Errorf("line %d: %w", no+1, err)
-		}
-	}
-}
-
-func cleanGDBLine(no int, b []byte, cut bool) gdbLine {
-	b = bytes.TrimRight(b, "\r")
-	if bytes.IndexByte(b, 0x1b) >= 0 {
-		b = ansiRE.ReplaceAll(b, nil)
-	}
-	s := string(b)
-	if strings.ContainsRune(s, '\r') {
-		// a progress line overwritten in place: keep what is left visible
-		s = s[strings.LastIndexByte(s, '\r')+1:]
-	}
-	if len(s) > 20 && isDigit(s[0]) && s[4] == '-' {
-		s = timestampRE.ReplaceAllString(s, "")
-	}
-	for strings.IndexByte(s[:min(len(s), 5)], '>') >= 0 {
-		loc := quoteRE.FindStringIndex(s)
-		if loc == nil {
-			break
-		}
-		s = s[loc[1]:]
-	}
-	indent := 0
-	for i := 0; i < len(s); i++ {
-		if s[i] == ' ' {
-			indent++
-		} else if s[i] == '\t' {
-			indent += 8
-		} else {
-			break
-		}
-	}
-	return gdbLine{no: no, indent: indent, text: strings.TrimSpace(s), cut: cut}
-}
-
 type gdbThread struct {
 	t        *Thread
 	header   bool // started by a "Thread N (…):" header
@@ -179,7 +88,7 @@ type gdbThread struct {
 }
 
 type gdbParser struct {
-	lines   []gdbLine
+	lines   []textLine
 	proc    *Process
 	threads []*gdbThread
 	cur     *gdbThread
@@ -359,7 +268,7 @@ func frameNumber(s string) (string, bool) {
 }
 
 // meta handles gdb chatter; it reports whether the line was understood.
-func (p *gdbParser) meta(l gdbLine) bool {
+func (p *gdbParser) meta(l textLine) bool {
 	t := l.text
 	switch {
 	case strings.HasPrefix(t, "warning: "), strings.HasPrefix(t, "Warning: "):
@@ -461,7 +370,7 @@ func (p *gdbParser) threadNote(gt *gdbThread, n string) {
 }
 
 // isLocal says whether l is a `bt full` local variable line.
-func (p *gdbParser) isLocal(l gdbLine) bool {
+func (p *gdbParser) isLocal(l textLine) bool {
 	if l.indent >= 2 {
 		return true
 	}
@@ -499,7 +408,7 @@ func (p *gdbParser) onlyBlankBetween(from, to int) bool {
 	return true
 }
 
-func (p *gdbParser) header(l gdbLine, m []string) {
+func (p *gdbParser) header(l textLine, m []string) {
 	gt := &gdbThread{t: &Thread{}, header: true, lastNo: -1}
 	if m != nil {
 		gt.gdbNo = m[1]
@@ -541,7 +450,7 @@ func parseLWP(s string) (int, string) {
 	return tid, name
 }
 
-func (p *gdbParser) frame(l gdbLine, numStr, body string, cut bool) {
+func (p *gdbParser) frame(l textLine, numStr, body string, cut bool) {
 	num, err := strconv.Atoi(numStr)
 	if err != nil || num > 1<<20 {
 		p.skip(l.no, "frame number out of range")

@@ -541,7 +541,7 @@ func TestParseGDBLongLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := snap.Processes[0].Threads[0].Stack
-	if len(st) != 2 || st[1].Func != "main" || len(st[0].Func) > maxGDBLine {
+	if len(st) != 2 || st[1].Func != "main" || len(st[0].Func) > maxLine {
 		t.Fatalf("%d frames", len(st))
 	}
 }

@@ -50,6 +50,9 @@ type Process struct {
 	Fork *Fork `json:"fork,omitempty"`
 	// Children are the pids of the process's children.
 	Children []int `json:"children,omitempty"`
+	// Label says where the process came from when a snapshot merges
+	// several inputs (the dump's file name, a rank, a host).
+	Label string `json:"label,omitempty"`
 }
 
 // Fork describes a forked child that did not exec.
@@ -140,6 +143,15 @@ type Frame struct {
 	// Signal marks the frame the kernel pushed for a signal handler
 	// (gdb's "<signal handler called>").
 	Signal bool `json:"signal,omitempty"`
+	// Args are the arguments a dump printed ("mutex=0x5555… <server_lock>"):
+	// the only lock addresses a pasted stack carries.
+	Args []Arg `json:"args,omitempty"`
+}
+
+// Arg is one argument of a frame as a dump printed it.
+type Arg struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
 }
 
 // Name is the frame's function for a person, "??" when no symbol covers
