@@ -102,4 +102,3 @@ func cleanLine(no int, b []byte, cut bool) textLine {
 	}
 	return textLine{no: no, indent: indent, text: strings.TrimSpace(s), cut: cut}
 }
-
