@@ -22,6 +22,10 @@ type Options struct {
 	// StopTimeout bounds each ptrace stop: a thread that does not reach
 	// its stop in time is let go and its stack reported as unknown.
 	StopTimeout time.Duration
+	// Progress, when set, is called after each sample with the sample's
+	// number (from 1), the number of samples, and the threads and
+	// processes read so far.
+	Progress func(sample, samples, threads, processes int)
 }
 
 func (o *Options) defaults() {
@@ -90,10 +94,18 @@ func AttachStats(ctx context.Context, pids []int, opts Options) (*stacks.Snapsho
 			case <-time.After(opts.Interval):
 			}
 		}
+		threads, procs := 0, 0
 		for _, tg := range targets {
 			if !tg.exited {
 				s.sampleTarget(tg, i == 0)
 			}
+			threads += len(tg.proc.Threads)
+			if !tg.exited { // sampling may have found it gone
+				procs++
+			}
+		}
+		if opts.Progress != nil {
+			opts.Progress(i+1, opts.Samples, threads, procs)
 		}
 	}
 	wall := time.Since(start)

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/hangdoc/hangdoc/attach/module"
+	"github.com/hangdoc/hangdoc/attach/unwind"
 	"github.com/hangdoc/hangdoc/stacks"
 )
 
@@ -18,11 +19,23 @@ import (
 // for pthread_join, the thread joined. It reads the target's memory with
 // process_vm_readv and never stops anything.
 func (tg *target) lockEvidence(w *stacks.Wait, stack []stacks.Frame) {
+	lockEvidence(liveMemory(tg.pid), tg.space, w, stack)
+}
+
+// dataSymbols names the object at an address ("server_lock").
+type dataSymbols interface {
+	DataSymbol(addr uint64) string
+}
+
+// lockEvidence reads the futex word and the lock around it from mem (a
+// live process's memory or a core's) and names the lock through syms:
+// live attaches and core files share it.
+func lockEvidence(mem unwind.Memory, syms dataSymbols, w *stacks.Wait, stack []stacks.Frame) {
 	if w == nil || w.Syscall != "futex" || w.Addr == 0 {
 		return
 	}
 	var word [24]byte
-	n, _ := readMemory(tg.pid, word[:], w.Addr)
+	n, _ := mem.ReadAt(word[:], w.Addr)
 	if n < 4 {
 		return
 	}
@@ -44,7 +57,7 @@ func (tg *target) lockEvidence(w *stacks.Wait, stack []stacks.Frame) {
 			// A PI mutex keeps its owner in the lock word itself.
 			m.Owner = int(v & 0x3fffffff)
 		}
-		m.Symbol = tg.space.DataSymbol(w.Addr)
+		m.Symbol = syms.DataSymbol(w.Addr)
 		w.Mutex = m
 	}
 }

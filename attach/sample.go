@@ -122,7 +122,7 @@ func (s *sampler) stackOf(tg *target, tid int, st taskStat, notes *[]string) ([]
 func (s *sampler) unwindThread(tg *target, tid int, sc syscallState, notes *[]string) []stacks.Frame {
 	if !sc.Running {
 		if res, ok := s.unwindBlocked(tg, tid, sc); ok {
-			return s.symbolize(tg, res, notes)
+			return symbolize(tg.space, tg.symbols, res, notes)
 		}
 	}
 	stp, err := s.stop(tg, tid)
@@ -131,7 +131,7 @@ func (s *sampler) unwindThread(tg *target, tid int, sc syscallState, notes *[]st
 		return nil
 	}
 	res := unwind.Unwind(stp.Regs, &unwind.Overlay{Base: stp.Base, Data: stp.Stack, Next: liveMemory(tg.pid)}, tg.space, unwind.Options{MaxDepth: s.opts.MaxDepth})
-	return s.symbolize(tg, res, notes)
+	return symbolize(tg.space, tg.symbols, res, notes)
 }
 
 // unwindBlocked unwinds a thread blocked in the kernel from the stack
@@ -191,15 +191,17 @@ func (s *sampler) stop(tg *target, tid int) (stopped, error) {
 	return stp, err
 }
 
-// symbolize turns an unwound stack into frames; unwinder stops other than
-// the end of the stack become a note.
-func (s *sampler) symbolize(tg *target, res unwind.Result, notes *[]string) []stacks.Frame {
+// symbolize turns an unwound stack into frames, names looked up in space
+// and kept in cache by lookup PC (threads share most frames); unwinder
+// stops other than the end of the stack become a note. Live attaches and
+// core files share it.
+func symbolize(space addressSpace, cache map[uint64]stacks.Frame, res unwind.Result, notes *[]string) []stacks.Frame {
 	out := make([]stacks.Frame, 0, len(res.Frames))
 	for _, f := range res.Frames {
-		fr, ok := tg.symbols[f.LookupPC]
+		fr, ok := cache[f.LookupPC]
 		if !ok {
-			fr = tg.space.Symbolize(f.LookupPC)
-			tg.symbols[f.LookupPC] = fr
+			fr = space.Symbolize(f.LookupPC)
+			cache[f.LookupPC] = fr
 		}
 		fr.PC = f.PC
 		if fr.Module != "" && f.PC >= f.LookupPC {

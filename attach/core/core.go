@@ -20,6 +20,7 @@ import (
 // underlying io.ReaderAt is.
 type File struct {
 	PID  int    // process id, from NT_PRPSINFO (0 when absent)
+	PPID int    // parent's id, from NT_PRPSINFO (0 when absent; the kernel writes the id of the parent's thread that forked)
 	Name string // pr_fname: the command name (15 bytes from the kernel, up to 16 from gcore)
 	Args string // pr_psargs: the start of the command line
 
@@ -38,6 +39,15 @@ type Thread struct {
 	TID    int
 	Signal int // pr_cursig: the signal that stopped the thread, 0 if none
 	Regs   unwind.Regs
+	// OrigRAX is orig_rax: the number of the system call through which
+	// the thread last entered the kernel (rdi, rsi, rdx, r10, r8 and r9
+	// in Regs are its arguments), -1 when it entered otherwise (an
+	// interrupt, a fault).
+	OrigRAX int64
+	// RAX is rax: for a system call the stop interrupted, -EINTR or one
+	// of the kernel's restart codes (-ERESTARTSYS …); once the call has
+	// returned, its result.
+	RAX    int64
 	FSBase uint64 // the thread pointer (glibc's struct pthread)
 	GSBase uint64
 }

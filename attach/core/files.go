@@ -19,6 +19,11 @@ import (
 type FileBacked struct {
 	Core *File
 	Root string // prefix for the mapped paths ("" or "/" for this machine)
+	// Resolve, when set, replaces Root: it says where the file a mapping
+	// names (its NT_FILE path) is on this machine, read as given, or ok
+	// false to leave that mapping unread (a missing file, or one whose
+	// build id does not match the core's).
+	Resolve func(path string) (host string, ok bool)
 
 	mu    sync.Mutex
 	files map[string]*os.File // nil when the file could not be opened
@@ -73,9 +78,17 @@ func (m *FileBacked) open(path string) *os.File {
 	if m.files == nil {
 		m.files = map[string]*os.File{}
 	}
-	fh, err := openRegular(m.Root, path)
-	if err != nil {
-		fh = nil
+	root, name, ok := m.Root, path, true
+	if m.Resolve != nil {
+		root = "/"
+		name, ok = m.Resolve(path)
+	}
+	var fh *os.File
+	if ok {
+		var err error
+		if fh, err = openRegular(root, name); err != nil {
+			fh = nil
+		}
 	}
 	m.files[path] = fh
 	return fh

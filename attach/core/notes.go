@@ -34,8 +34,10 @@ var userRegs = [27]int{
 }
 
 const (
-	fsBaseIdx = 21
-	gsBaseIdx = 22
+	raxIdx     = 10
+	origRAXIdx = 15
+	fsBaseIdx  = 21
+	gsBaseIdx  = 22
 )
 
 // parseNotes reads a PT_NOTE segment that sits at file offset base. Each
@@ -108,6 +110,8 @@ func (f *File) note(typ uint32, desc []byte, at uint64) error {
 				t.Regs.Set(r, v)
 			}
 		}
+		t.RAX = int64(le.Uint64(desc[prRegOff+8*raxIdx:]))
+		t.OrigRAX = int64(le.Uint64(desc[prRegOff+8*origRAXIdx:]))
 		t.FSBase = le.Uint64(desc[prRegOff+8*fsBaseIdx:])
 		t.GSBase = le.Uint64(desc[prRegOff+8*gsBaseIdx:])
 		f.Threads = append(f.Threads, t)
@@ -116,6 +120,7 @@ func (f *File) note(typ uint32, desc []byte, at uint64) error {
 			return &FormatError{"NT_PRPSINFO", at, fmt.Sprintf("%d bytes, want %d", len(desc), prpsinfoSize)}
 		}
 		f.PID = int(int32(le.Uint32(desc[24:])))
+		f.PPID = int(int32(le.Uint32(desc[28:])))
 		f.Name = cstring(desc[40:56])
 		f.Args = cstring(desc[56:136])
 	case ntAuxv:

@@ -10,6 +10,7 @@ import (
 // ioStreams is where commands write, and whether that is a terminal;
 // tests give buffers and read plain text.
 type ioStreams struct {
+	in            io.Reader
 	out, errOut   io.Writer
 	outIsTerminal bool
 	exitCode      int
@@ -17,6 +18,7 @@ type ioStreams struct {
 
 func systemStreams() *ioStreams {
 	return &ioStreams{
+		in:            os.Stdin,
 		out:           os.Stdout,
 		errOut:        os.Stderr,
 		outIsTerminal: isatty.IsTerminal(os.Stdout.Fd()),

@@ -47,7 +47,10 @@ func newRootCmd(ios *ioStreams) *cobra.Command {
 harming it, and says why it is stuck.
 
 Exit codes: 0 report written, 1 a hang was named, 2 usage error,
-3 could not analyse.`,
+3 could not analyse. hangdoc run passes on the exit code of a command that
+finishes in time, and exits 124 when it outlived --timeout and nothing
+looks hung, 128+N when hangdoc got signal N and nothing looks hung
+(see hangdoc run --help).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -56,7 +59,7 @@ Exit codes: 0 report written, 1 a hang was named, 2 usage error,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError{fmt.Errorf("%w (see `%s --help`)", err, c.CommandPath())}
 	})
-	root.AddCommand(newAttachCmd(ios), newSignaturesCmd(ios), newVersionCmd(ios))
+	root.AddCommand(newAttachCmd(ios), newAnalyzeCmd(ios), newRunCmd(ios), newSignaturesCmd(ios), newVersionCmd(ios))
 	return root
 }
 

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/hangdoc/hangdoc/heuristics"
+	"github.com/hangdoc/hangdoc/report"
+	"github.com/hangdoc/hangdoc/stacks"
+)
+
+// formats are the values --format takes.
+var formats = []string{"text", "json", "markdown", "dot"}
+
+// reportOptions are the flags every command that ends in a report shares.
+type reportOptions struct {
+	format string
+	color  string
+	rules  string
+}
+
+func (o *reportOptions) addFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&o.format, "format", "text", "output format: text, json, markdown (for bug trackers) or dot (the wait-for graph for Graphviz)")
+	f.StringVar(&o.color, "color", "auto", "color: auto, always or never (NO_COLOR is honoured)")
+	f.StringVar(&o.rules, "rules", "", "a JSON file of known-issue rules to add to the built-in ones (see `hangdoc signatures`)")
+	cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions(formats, cobra.ShellCompDirectiveNoFileComp))
+	cmd.RegisterFlagCompletionFunc("color", cobra.FixedCompletions([]string{"auto", "always", "never"}, cobra.ShellCompDirectiveNoFileComp))
+}
+
+// check validates the flags and loads the rules, before any work is done.
+func (o *reportOptions) check() ([]heuristics.Rule, error) {
+	if !slices.Contains(formats, o.format) {
+		return nil, usageError{fmt.Errorf("--format %q: want text, json, markdown or dot", o.format)}
+	}
+	if o.color != "auto" && o.color != "always" && o.color != "never" {
+		return nil, usageError{fmt.Errorf("--color %q: want auto, always or never", o.color)}
+	}
+	if o.rules == "" {
+		return nil, nil
+	}
+	rules, err := heuristics.LoadRulesFile(o.rules)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return rules, nil
+}
+
+// diagnoseAndReport runs the heuristics, writes the report and sets the
+// exit code: exitHang when a hang was named.
+func (o *reportOptions) diagnoseAndReport(ios *ioStreams, snap *stacks.Snapshot, rules []heuristics.Rule) error {
+	diags := heuristics.Diagnose(snap, heuristics.Options{Rules: rules})
+	for _, d := range diags {
+		if d.Deadlock {
+			ios.exitCode = exitHang
+			break
+		}
+	}
+	switch o.format {
+	case "json":
+		return report.JSON(ios.out, snap, diags)
+	case "markdown":
+		return report.Markdown(ios.out, snap, diags, report.MarkdownOptions{Version: version, CommandLine: commandLine(os.Args)})
+	case "dot":
+		return report.Dot(ios.out, snap, diags)
+	}
+	width := 0
+	if ios.outIsTerminal {
+		width = terminalWidth(ios.out)
+	}
+	return report.Text(ios.out, snap, diags, report.TextOptions{Color: ios.colorEnabled(o.color), Width: width})
+}
+
+// terminalWidth is the width of the terminal out writes to, or 0 when it
+// cannot tell (not a file, not a terminal).
+func terminalWidth(out io.Writer) int {
+	f, ok := out.(*os.File)
+	if !ok {
+		return 0
+	}
+	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
+	if err != nil || ws.Col == 0 {
+		return 0
+	}
+	return int(ws.Col)
+}
+
+// commandLine is argv as a shell would take it back, for the last line
+// of a markdown report: the program by its base name (not the path it was
+// installed at), each argument quoted when the shell would split or
+// expand it.
+func commandLine(argv []string) string {
+	if len(argv) == 0 {
+		return ""
+	}
+	words := []string{filepath.Base(argv[0])}
+	for _, a := range argv[1:] {
+		words = append(words, shellQuote(a))
+	}
+	return strings.Join(words, " ")
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
