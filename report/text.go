@@ -1,6 +1,7 @@
 // Package report renders a snapshot and its diagnoses for people (text,
-// markdown) and machines (json). Every string that came from the target
-// or a dump goes through Sanitize before it is written.
+// markdown), machines (json) and graph tools (dot, mermaid). Every string
+// that came from the target or a dump goes through Sanitize before it is
+// written, and is escaped for the format it is written in.
 package report
 
 import (
@@ -8,6 +9,7 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/fatih/color"
 
@@ -18,6 +20,10 @@ import (
 // TextOptions shape the terminal report.
 type TextOptions struct {
 	Color bool
+	// Width is the terminal's width in columns: frame lines longer than
+	// that are cut with "…" rather than wrapped. 0 means no limit (a pipe,
+	// a file).
+	Width int
 }
 
 // palette is the report's colors; all plain when color is off.
@@ -54,12 +60,12 @@ func Text(w io.Writer, snap *stacks.Snapshot, diags []heuristics.Diagnosis, opt 
 		if i > 0 {
 			ew.printf("\n")
 		}
-		writeProcess(ew, p, snap, proc)
+		writeProcess(ew, p, snap, proc, opt.Width)
 	}
 	return ew.err
 }
 
-func writeProcess(ew *errWriter, p palette, snap *stacks.Snapshot, proc *stacks.Process) {
+func writeProcess(ew *errWriter, p palette, snap *stacks.Snapshot, proc *stacks.Process, width int) {
 	cmd := strings.Join(proc.Cmdline, " ")
 	if cmd == "" {
 		cmd = proc.Exe
@@ -74,7 +80,7 @@ func writeProcess(ew *errWriter, p palette, snap *stacks.Snapshot, proc *stacks.
 		plural(len(proc.Threads), "thread"), plural(len(groups), "group"), sampling, proc.PPid))
 	for _, g := range groups {
 		ew.printf("\n")
-		writeGroup(ew, p, g)
+		writeGroup(ew, p, g, width)
 	}
 	if len(proc.Notes) > 0 {
 		ew.printf("\n%s\n", p.warn.Sprint("notes:"))
@@ -84,7 +90,7 @@ func writeProcess(ew *errWriter, p palette, snap *stacks.Snapshot, proc *stacks.
 	}
 }
 
-func writeGroup(ew *errWriter, p palette, g stacks.Group) {
+func writeGroup(ew *errWriter, p palette, g stacks.Group, width int) {
 	t0 := g.Threads[0]
 	var cpu float64
 	for _, t := range g.Threads {
@@ -97,16 +103,7 @@ func writeGroup(ew *errWriter, p palette, g stacks.Group) {
 	}
 	ew.printf("\n  %s\n", p.dim.Sprint(threadList(g.Threads, 8)))
 	for i, f := range g.Stack {
-		ew.printf("  #%-2d %s", i, p.fn.Sprint(Sanitize(f.Name())))
-		if f.Module != "" {
-			ew.printf("  %s", p.module.Sprintf("%s+%#x", Sanitize(filepath.Base(f.Module)), f.Offset))
-		} else if f.PC != 0 && !f.Signal {
-			ew.printf("  %s", p.module.Sprintf("%#x", f.PC))
-		}
-		if f.File != "" {
-			ew.printf("  %s", p.loc.Sprintf("%s:%d", Sanitize(f.File), f.Line))
-		}
-		ew.printf("\n")
+		ew.printf("%s\n", frameLine(i, f).render(p, width))
 	}
 	if len(g.Stack) == 0 {
 		ew.printf("  %s\n", p.dim.Sprint("(no stack)"))
@@ -116,6 +113,94 @@ func writeGroup(ew *errWriter, p palette, g stacks.Group) {
 			ew.printf("  %s\n", p.warn.Sprintf("thread %d: %s", t.Tid, Sanitize(n)))
 		}
 	}
+}
+
+// segKind says which color a piece of a line takes.
+type segKind int
+
+const (
+	segPlain segKind = iota
+	segFunc
+	segModule
+	segLoc
+)
+
+// segment is a piece of a line, already sanitised.
+type segment struct {
+	text string
+	kind segKind
+}
+
+// line is a report line in pieces, so it can be cut to a width before the
+// colors go in: a cut never splits an escape sequence.
+type line []segment
+
+// frameLine is one frame as the text and markdown reports show it:
+// "  #3  worker_main  patient+0x1234  patient.c:42".
+func frameLine(i int, f stacks.Frame) line {
+	l := line{{fmt.Sprintf("  #%-2d ", i), segPlain}, {Sanitize(f.Name()), segFunc}}
+	if f.Module != "" {
+		l = append(l, segment{"  ", segPlain}, segment{fmt.Sprintf("%s+%#x", Sanitize(filepath.Base(f.Module)), f.Offset), segModule})
+	} else if f.PC != 0 && !f.Signal {
+		l = append(l, segment{"  ", segPlain}, segment{fmt.Sprintf("%#x", f.PC), segModule})
+	}
+	if f.File != "" {
+		l = append(l, segment{"  ", segPlain}, segment{fmt.Sprintf("%s:%d", Sanitize(f.File), f.Line), segLoc})
+	}
+	return l
+}
+
+// String is the line without colors or a width limit.
+func (l line) String() string {
+	var b strings.Builder
+	for _, s := range l {
+		b.WriteString(s.text)
+	}
+	return b.String()
+}
+
+// render colors the line, first cutting it to width columns (0: no
+// limit) with "…" as its last column. A column is a rune: symbols and
+// paths are almost always ASCII.
+func (l line) render(p palette, width int) string {
+	l = l.cut(width)
+	var b strings.Builder
+	for _, s := range l {
+		switch s.kind {
+		case segFunc:
+			b.WriteString(p.fn.Sprint(s.text))
+		case segModule:
+			b.WriteString(p.module.Sprint(s.text))
+		case segLoc:
+			b.WriteString(p.loc.Sprint(s.text))
+		default:
+			b.WriteString(s.text)
+		}
+	}
+	return b.String()
+}
+
+// cut shortens the line to width runes, the last one "…"; a line that
+// fits, or a width of 0, is left as it is.
+func (l line) cut(width int) line {
+	if width <= 0 || utf8.RuneCountInString(l.String()) <= width {
+		return l
+	}
+	left := max(width-1, 0) // room for the text before "…"
+	var out line
+	for _, s := range l {
+		n := utf8.RuneCountInString(s.text)
+		if n <= left {
+			out = append(out, s)
+			left -= n
+			continue
+		}
+		if left > 0 {
+			out = append(out, segment{string([]rune(s.text)[:left]), s.kind})
+		}
+		break
+	}
+	return append(out, segment{"…", segPlain})
 }
 
 // writeDiagnoses puts the verdicts first, as a person reads them: the

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs what hangdoc's tests and benchmarks need: compilers for the
-# patients, gdb and eu-stack (elfutils) to cross-check and compare against,
-# python3 for the Python patients, make, and libc6-dbg so that libc's
-# static functions have names (for hangdoc and for gdb alike). Idempotent: when everything is
+# patients, gdb, lldb and eu-stack (elfutils) to cross-check and compare against
+# (and to produce the dumps under testdata/dumps),
+# python3 for the Python patients, make, libc6-dbg so that libc's
+# static functions have names (for hangdoc and for gdb alike), and graphviz
+# so the report tests can have `dot` read the DOT reports. Idempotent: when everything is
 # already there it touches nothing; apt-get update runs only when something
 # is missing.
 set -euo pipefail
@@ -13,14 +15,16 @@ declare -A probe=(
 	[g++]=/usr/bin/g++
 	[gdb]=/usr/bin/gdb
 	[elfutils]=/usr/bin/eu-stack
+	[lldb]=/usr/bin/lldb
 	[python3]=/usr/bin/python3
 	[python3-dev]=/usr/bin/python3-config
 	[make]=/usr/bin/make
 	[libc6-dbg]=/usr/share/doc/libc6-dbg
+	[graphviz]=/usr/bin/dot
 )
 
 missing=()
-for pkg in gcc g++ gdb elfutils python3 python3-dev make libc6-dbg; do
+for pkg in gcc g++ gdb lldb elfutils python3 python3-dev make libc6-dbg graphviz; do
 	if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' ||
 		[ ! -e "${probe[$pkg]}" ]; then
 		missing+=("$pkg")
@@ -28,7 +32,7 @@ for pkg in gcc g++ gdb elfutils python3 python3-dev make libc6-dbg; do
 done
 
 if [ ${#missing[@]} -eq 0 ]; then
-	echo "install-deps: nothing to install (gcc g++ gdb elfutils python3 python3-dev make libc6-dbg present)"
+	echo "install-deps: nothing to install (gcc g++ gdb lldb elfutils python3 python3-dev make libc6-dbg graphviz present)"
 	exit 0
 fi
 

@@ -1,0 +1,339 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/hangdoc/hangdoc/heuristics"
+	"github.com/hangdoc/hangdoc/stacks"
+)
+
+// MarkdownOptions say who made the report and how, for its last line.
+type MarkdownOptions struct {
+	Version     string // hangdoc's version
+	CommandLine string // the command line that produced the report, as typed
+}
+
+// Markdown writes the report for a bug tracker (GitHub, GitLab; Jira's
+// Markdown paste): the verdict in one line, the chain as a list, the fix,
+// the known issue, the evidence; the wait-for graph as a ```mermaid block;
+// each group of identical stacks folded in <details>; the notes; and the
+// hangdoc version and command line at the end.
+//
+// Every string from the target or a dump is untrusted. It is sanitised of
+// control characters (Sanitize), then escaped for where it lands: Markdown
+// text (mdText: HTML's <, > and & as entities, Markdown's punctuation
+// with a backslash; mdProse keeps a diagnosis's `quoted` names as code
+// spans), HTML (the <summary> line: htmlText), code
+// spans and fences (delimited by a backtick run longer than any in the
+// content), Mermaid labels (mermaidEscape) and link targets (http and
+// https only, percent-encoded).
+func Markdown(w io.Writer, snap *stacks.Snapshot, diags []heuristics.Diagnosis, opt MarkdownOptions) error {
+	ew := &errWriter{w: w}
+	if len(diags) == 0 {
+		ew.printf("**no verdict**: hangdoc names nothing here; the stacks are below.\n\n")
+	}
+	for i, d := range diags {
+		if i == 1 {
+			ew.printf("### Also found\n\n")
+		}
+		writeMarkdownDiagnosis(ew, d)
+	}
+
+	if wg := buildWaitGraph(snap, diags); len(wg.edges) > 0 {
+		ew.printf("### Wait-for graph\n\n")
+		var b strings.Builder
+		writeMermaid(&errWriter{w: &b}, wg)
+		fence := codeFence(b.String())
+		ew.printf("%smermaid\n%s%s\n\n", fence, b.String(), fence)
+	}
+
+	if snap != nil && len(snap.Processes) > 0 {
+		ew.printf("### Stacks\n\n")
+		for _, p := range snap.Processes {
+			writeMarkdownProcess(ew, snap, p)
+		}
+	}
+
+	ew.printf("---\n\n")
+	version := opt.Version
+	if version == "" {
+		version = "(unknown version)"
+	}
+	ew.printf("Reported by hangdoc %s", mdText(version))
+	if opt.CommandLine != "" {
+		ew.printf(" with %s", codeSpan(opt.CommandLine))
+	}
+	ew.printf("\n")
+	return ew.err
+}
+
+func writeMarkdownDiagnosis(ew *errWriter, d heuristics.Diagnosis) {
+	ew.printf("**%s** (%s confidence): %s\n\n", mdText(d.ID), mdText(d.Confidence), mdProse(d.Summary))
+	for _, c := range d.Chain {
+		ew.printf("- %s\n", mdProse(c))
+	}
+	if len(d.Chain) > 0 {
+		ew.printf("\n")
+	}
+	if d.Fix != "" {
+		ew.printf("**Fix:** %s\n\n", mdProse(d.Fix))
+	}
+	if k := d.KnownIssue; k != nil {
+		ew.printf("**Known issue:** %s", mdProse(k.Title))
+		if k.ID != "" {
+			ew.printf(" (%s)", codeSpan(k.ID))
+		}
+		ew.printf("\n\n")
+		if k.Explain != "" {
+			ew.printf("%s\n\n", mdProse(k.Explain))
+		}
+		for _, l := range k.Links {
+			ew.printf("- %s\n", mdLink(l))
+		}
+		if len(k.Links) > 0 {
+			ew.printf("\n")
+		}
+	}
+	if len(d.Evidence) > 0 {
+		ew.printf("**Evidence:**\n\n")
+		for _, e := range d.Evidence {
+			ew.printf("- %s\n", mdProse(e))
+		}
+		ew.printf("\n")
+	}
+	if len(d.Refs) > 0 {
+		ew.printf("**See:**\n\n")
+		for _, r := range d.Refs {
+			ew.printf("- %s\n", mdLink(r))
+		}
+		ew.printf("\n")
+	}
+}
+
+func writeMarkdownProcess(ew *errWriter, snap *stacks.Snapshot, proc *stacks.Process) {
+	cmd := strings.Join(proc.Cmdline, " ")
+	if cmd == "" {
+		cmd = proc.Exe
+	}
+	ew.printf("#### Process %d", proc.Pid)
+	if cmd != "" {
+		ew.printf(": %s", codeSpan(cmd))
+	}
+	ew.printf("\n\n")
+	groups := stacks.GroupThreads(proc.Threads)
+	sampling := "1 sample"
+	if snap.Samples > 1 {
+		sampling = fmt.Sprintf("%d samples %v apart", snap.Samples, snap.Interval)
+	}
+	ew.printf("%s in %s · %s · parent %d", plural(len(proc.Threads), "thread"), plural(len(groups), "group"), sampling, proc.PPid)
+	if proc.Fork != nil {
+		ew.printf(" · forked from %d without exec", proc.Fork.ParentPid)
+	}
+	if proc.Label != "" {
+		ew.printf(" · %s", mdText(proc.Label))
+	}
+	ew.printf("\n\n")
+	for _, g := range groups {
+		writeMarkdownGroup(ew, g)
+	}
+	if len(proc.Notes) > 0 {
+		ew.printf("**Notes:**\n\n")
+		for _, n := range proc.Notes {
+			ew.printf("- %s\n", mdProse(n))
+		}
+		ew.printf("\n")
+	}
+}
+
+// writeMarkdownGroup folds a group of identical stacks:
+// "<details><summary>2 threads: 4711 worker, 4712 worker — S, futex …</summary>"
+// over the frames in a code block. The summary line is HTML (GitHub reads
+// no Markdown there): it is escaped with character references (htmlText).
+func writeMarkdownGroup(ew *errWriter, g stacks.Group) {
+	t0 := g.Threads[0]
+	names := make([]string, 0, min(len(g.Threads), 9))
+	for i, t := range g.Threads {
+		if i == 8 {
+			names = append(names, fmt.Sprintf("… (+%d)", len(g.Threads)-8))
+			break
+		}
+		n := fmt.Sprint(t.Tid)
+		if t.Name != "" {
+			n += " " + Sanitize(t.Name)
+		}
+		names = append(names, n)
+	}
+	state := t0.State
+	if wt := waitText(t0.Wait); wt != "" {
+		state += ", " + wt
+	}
+	summary := fmt.Sprintf("%s: %s — %s", plural(len(g.Threads), "thread"), strings.Join(names, ", "), state)
+	ew.printf("<details><summary>%s</summary>\n\n", htmlText(summary))
+	var b strings.Builder
+	for i, f := range g.Stack {
+		b.WriteString(frameLine(i, f).String())
+		b.WriteByte('\n')
+	}
+	if len(g.Stack) == 0 {
+		b.WriteString("(no stack)\n")
+	}
+	code := b.String()
+	fence := codeFence(code)
+	ew.printf("%s\n%s%s\n\n", fence, code, fence)
+	for _, t := range g.Threads {
+		for _, n := range t.Notes {
+			ew.printf("- thread %d: %s\n", t.Tid, mdProse(n))
+		}
+	}
+	for _, t := range g.Threads {
+		if len(t.Notes) > 0 {
+			ew.printf("\n")
+			break
+		}
+	}
+	ew.printf("</details>\n\n")
+}
+
+// mdText escapes an untrusted string for Markdown text (a paragraph, a
+// list item, bold): sanitised first, then "<", ">" and "&" become HTML
+// entities (no tag, and no entity of the target's making, survives), and
+// the characters Markdown gives a meaning inline — emphasis, code, links,
+// tables, strikethrough, escapes, "#" references — get a backslash. It
+// cannot start a block either: Sanitize leaves no newline, leading spaces
+// (an indented code block) are dropped, and a leading list or heading
+// marker ("-", "+", "=", "1.") is escaped.
+func mdText(s string) string {
+	return escapeInline(strings.TrimLeft(Sanitize(s), " "), true)
+}
+
+// mdProse renders the prose of a diagnosis, which quotes names and
+// symbols in backticks ("thread 4711 `worker` waits for mutex
+// `server_lock`"): each pair of backticks becomes a code span (codeSpan),
+// the text between them Markdown text (escapeInline); line breaks in the
+// prose become spaces, as Markdown would read them. The names are
+// untrusted, and a backtick in one only shifts which pieces are code:
+// every piece is escaped for what it becomes, so nothing breaks out.
+func mdProse(s string) string {
+	s = strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\n", " ")
+	parts := strings.Split(strings.TrimLeft(Sanitize(s), " "), "`")
+	if len(parts)%2 == 0 { // an odd number of backticks: the last one is text
+		n := len(parts)
+		parts[n-2] += "`" + parts[n-1]
+		parts = parts[:n-1]
+	}
+	var b strings.Builder
+	for i, p := range parts {
+		switch {
+		case i%2 == 0:
+			b.WriteString(escapeInline(p, i == 0))
+		case p == "":
+			b.WriteString("\\`\\`")
+		default:
+			b.WriteString(codeSpan(p))
+		}
+	}
+	return b.String()
+}
+
+// escapeInline is mdText's escaping of a sanitised string; lineStart says
+// the string begins a line's text, where block markers count.
+func escapeInline(s string, lineStart bool) string {
+	var b strings.Builder
+	digits := lineStart // still in a leading run of digits: "1." starts a list
+	for i, r := range s {
+		lead := lineStart && i == 0
+		switch {
+		case r == '<':
+			b.WriteString("&lt;")
+		case r == '>':
+			b.WriteString("&gt;")
+		case r == '&':
+			b.WriteString("&amp;")
+		case strings.ContainsRune("\\`*_[]|~#", r),
+			lead && strings.ContainsRune("-+=", r),
+			digits && i > 0 && (r == '.' || r == ')'):
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		default:
+			b.WriteRune(r)
+		}
+		digits = digits && r >= '0' && r <= '9'
+	}
+	return b.String()
+}
+
+// htmlText escapes an untrusted string for HTML that a tracker may or may
+// not read as Markdown too (the <summary> line of <details>): HTML's
+// special characters and Markdown's inline ones all become numeric
+// character references, which both read as the character itself. "_" is
+// left as it is, for the symbols' sake: at worst a renderer that reads
+// Markdown there shows an emphasis.
+func htmlText(s string) string {
+	s = Sanitize(s)
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune("<>&\"'`*[]|~\\#", r) {
+			fmt.Fprintf(&b, "&#%d;", r)
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// codeSpan puts an untrusted string in an inline code span: delimited by
+// one backtick more than its longest run of backticks, padded with a space
+// when it starts or ends with one, so no content ends the span. Inside, a
+// tracker shows everything literally (no HTML, no emphasis).
+func codeSpan(s string) string {
+	s = Sanitize(s)
+	delim := strings.Repeat("`", longestRun(s, '`')+1)
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") || s == "" {
+		s = " " + s + " "
+	}
+	return delim + s + delim
+}
+
+// codeFence is the fence for a code block holding text: three backticks,
+// or one more than the longest backtick run in it, so no line of the
+// content can close the block.
+func codeFence(text string) string {
+	return strings.Repeat("`", max(3, longestRun(text, '`')+1))
+}
+
+func longestRun(s string, c byte) int {
+	best, run := 0, 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == c {
+			run++
+			best = max(best, run)
+		} else {
+			run = 0
+		}
+	}
+	return best
+}
+
+// mdLink makes a link of an http or https URL, its target percent-encoded
+// so no character of it ends the link or starts HTML; anything else
+// (javascript:, data:, a man page name) is shown as escaped text.
+func mdLink(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || !utf8.ValidString(s) {
+		return mdText(s)
+	}
+	var target strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-._~:/?#@!$&'*+,;=%", c) >= 0 {
+			target.WriteByte(c)
+		} else {
+			fmt.Fprintf(&target, "%%%02X", c)
+		}
+	}
+	return "[" + mdText(s) + "](" + target.String() + ")"
+}
