@@ -1,6 +1,13 @@
 package report
 
-import "testing"
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/hangdoc/hangdoc/stacks"
+)
 
 func TestSanitize(t *testing.T) {
 	cases := map[string]string{
@@ -17,5 +24,20 @@ func TestSanitize(t *testing.T) {
 		if got := Sanitize(in); got != want {
 			t.Errorf("Sanitize(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+func TestJSONEscapesC1AndBidi(t *testing.T) {
+	snap := &stacks.Snapshot{Processes: []*stacks.Process{{Pid: 1, Threads: []*stacks.Thread{{Tid: 1, Name: "a\u009b2Jb\u202ec"}}}}}
+	var buf bytes.Buffer
+	if err := JSON(&buf, snap, nil); err != nil {
+		t.Fatal(err)
+	}
+	if strings.ContainsRune(buf.String(), 0x9b) || strings.ContainsRune(buf.String(), 0x202e) {
+		t.Fatalf("raw C1 or bidi in JSON: %q", buf.String())
+	}
+	var back struct{ Processes []*stacks.Process }
+	if err := json.Unmarshal(buf.Bytes(), &back); err != nil || back.Processes[0].Threads[0].Name != "a\u009b2Jb\u202ec" {
+		t.Fatalf("round trip: %v %+v", err, back)
 	}
 }
