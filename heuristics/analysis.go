@@ -25,11 +25,14 @@ type Analysis struct {
 	// lockPids are the processes a lock signature explains, computed on
 	// first use.
 	lockPids map[int]bool
+	// rules are the known-issue rules in force; on stack-only evidence
+	// their frames help choose between verdicts.
+	rules []Rule
 }
 
 // NewAnalysis indexes a snapshot and builds its wait-for graph.
 func NewAnalysis(snap *stacks.Snapshot) *Analysis {
-	a := &Analysis{Snap: snap, procs: map[int]*stacks.Process{}, threads: map[int]ThreadRef{}}
+	a := &Analysis{Snap: snap, procs: map[int]*stacks.Process{}, threads: map[int]ThreadRef{}, rules: builtinRules()}
 	for _, p := range snap.Processes {
 		a.procs[p.Pid] = p
 		for _, t := range p.Threads {
@@ -124,6 +127,9 @@ func (a *Analysis) LockDiagnosed(pid int) bool {
 		for _, f := range findLoaderWaits(a) {
 			mark(f.inLoader)
 		}
+		for _, r := range findArgRelocks(a) {
+			mark(r.ref)
+		}
 		for _, p := range a.Snap.Processes {
 			if len(a.stuckLockWaiters(p)) > 0 {
 				a.lockPids[p.Pid] = true
@@ -185,7 +191,7 @@ func (a *Analysis) stuckLockWaiters(p *stacks.Process) []ThreadRef {
 		class, _ := waitOf(t)
 		// A Python lock is the lock behind Event and Condition too: a lock
 		// only in a forked child, where nobody can release it.
-		lock := class == waitLock || class == waitPyLock && p.Fork != nil
+		lock := class == waitLock || class == waitPyLock && (p.Fork != nil || forkChildSide(p).ok)
 		if a.running(t) || (!lock && class != waitJoin && class != waitFutex) {
 			return nil
 		}
@@ -201,10 +207,26 @@ func (a *Analysis) stuckLockWaiters(p *stacks.Process) []ThreadRef {
 
 // allThreads reports whether the snapshot has every thread of the
 // process: a live attach or a core does; a dump pasted with one thread's
-// `bt` may not, and a lone waiter there proves nothing.
+// `bt` may not, and a lone waiter there proves nothing. A dump that lists
+// the main thread by its id (tid = pid: gdb's `thread apply all bt` shows
+// it as Thread 1, with its LWP) is taken to list them all: a single
+// thread's `bt` carries no thread id.
 func (a *Analysis) allThreads(p *stacks.Process) bool {
 	e := a.Snap.Evidence
-	return len(p.Threads) > 1 || e.Syscalls || e.Lineage || e.Owners
+	return len(p.Threads) > 1 || e.Syscalls || e.Lineage || e.Owners || mainListed(p)
+}
+
+// mainListed: the process's main thread is in the snapshot by its id.
+func mainListed(p *stacks.Process) bool {
+	if p.Pid <= 0 {
+		return false
+	}
+	for _, t := range p.Threads {
+		if t.Tid == p.Pid {
+			return true
+		}
+	}
+	return false
 }
 
 // Doing says what a thread does, as the tail of a chain: "sleeps in

@@ -47,6 +47,8 @@ type Options struct {
 // gets no deadlock claim.
 func Diagnose(snap *stacks.Snapshot, opts Options) []Diagnosis {
 	a := NewAnalysis(snap)
+	rules := mergeRules(append(builtinRules(), opts.Rules...))
+	a.rules = rules
 	var out []Diagnosis
 	for _, s := range sortedCatalogue() {
 		for _, d := range s.Match(a) {
@@ -62,7 +64,8 @@ func Diagnose(snap *stacks.Snapshot, opts Options) []Diagnosis {
 			out = append(out, d)
 		}
 	}
-	out = refine(a, out, append(builtinRules(), opts.Rules...))
+	out = refine(a, out, rules)
+	noteAbsentEvidence(a, out)
 	rank(out)
 	return out
 }

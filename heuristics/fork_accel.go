@@ -113,6 +113,11 @@ func matchForkAfterAccel(a *Analysis) []Diagnosis {
 	var out []Diagnosis
 	for _, p := range a.Snap.Processes {
 		if p.Fork == nil {
+			// No lineage (a pasted dump): a lone thread stuck on a lock
+			// inside a driver, with none of the driver's threads beside it.
+			if lw, ok := a.loneWaiterOf(p); ok && lw.id == "fork-after-accelerator-init" {
+				out = append(out, a.loneWaiterDiagnosis(lw))
+			}
 			continue
 		}
 		if d, ok := forkAccelIn(a, p); ok {

@@ -108,6 +108,14 @@ func matchForkInheritedLock(a *Analysis) []Diagnosis {
 		d.Pids = appendNew(d.Pids, p.Fork.ParentPid)
 		ds = append(ds, d)
 	}
+	// No lineage (a pasted dump): a process whose one thread waits on a
+	// lock, and whose frames say it is a forked child, or match a known
+	// issue of a lock held across fork().
+	for _, p := range a.Snap.Processes {
+		if lw, ok := a.loneWaiterOf(p); ok && lw.id == "fork-inherited-lock" {
+			ds = append(ds, a.loneWaiterDiagnosis(lw))
+		}
+	}
 	return ds
 }
 

@@ -97,6 +97,11 @@ func matchLockOrderCycle(a *Analysis) []Diagnosis {
 		if p.Fork != nil || len(ws) < 2 {
 			continue
 		}
+		v := argLocks(p, ws)
+		if c := inferCycle(p, ws, v); c != nil {
+			ds = append(ds, inferredCycleDiagnosis(p, ws, v, c))
+			continue
+		}
 		others := ""
 		switch n := len(p.Threads) - len(ws); {
 		case n == 1:
@@ -107,24 +112,123 @@ func matchLockOrderCycle(a *Analysis) []Diagnosis {
 		d := Diagnosis{
 			Deadlock:   true,
 			Confidence: Low,
-			Summary: fmt.Sprintf("%d threads of process %d wait for locks%s and none runs; no owner is recorded: the holders most likely wait among them, in a cycle of locks (and joins)",
-				len(ws), p.Pid, others),
+			Summary: fmt.Sprintf("%d threads of process %d wait for %s%s and none runs; no owner is recorded: the holders most likely wait among them, in a cycle of locks (and joins)",
+				len(ws), p.Pid, argLocksText(v, len(ws)), others),
 			Evidence: []string{"no mutex owner was read (a dump without owners, or lock elision): which thread holds which lock is not known"},
 			Refs:     lockOrderRefs,
 		}
 		for _, w := range ws {
-			d.Chain = append(d.Chain, fmt.Sprintf("%s waits for a lock in %s", threadLabel(w.Thread), waitSite(w.Thread)))
+			d.Chain = append(d.Chain, fmt.Sprintf("%s waits for %s in %s", threadLabel(w.Thread), waitLockName(w.Thread), waitSite(w.Thread)))
 			d.Evidence = append(d.Evidence, stackLine(w.Thread))
 		}
+		d.Evidence = append(d.Evidence, argLocksEvidence(v)...)
 		for _, t := range p.Threads {
 			if !containsThread(ws, t) {
 				d.Chain = append(d.Chain, threadLabel(t)+" "+a.Doing(t))
 				d.Evidence = append(d.Evidence, stackLine(t))
 			}
 		}
+		if h := soleNonWaiter(p, v); h != nil && len(v.waiters) == len(ws) {
+			d.Chain = append(d.Chain, fmt.Sprintf("every waiter waits for %s: its holder is most likely %s, the only thread not waiting for it (or a thread that exited)",
+				v.lockAt(v.order[0], v.waiters[0].lock), threadLabel(h)))
+		}
 		d.Chain = append(d.Chain, "no thread runs: whoever holds these locks waits among them, or exited")
 		d.Pids, d.Tids = orderRefs(ws...)
 		ds = append(ds, d)
 	}
 	return ds
+}
+
+// argLocksText says what n waiters wait for, as their arguments name it:
+// "mutex `the_lock` (0x…)" when they all wait for one, "2 different
+// mutexes (`lock_a`, `lock_b`)", "locks" when the arguments do not say.
+func argLocksText(v argLockView, n int) string {
+	if len(v.waiters) != n || n == 0 {
+		return "locks"
+	}
+	if len(v.order) == 1 {
+		return "one lock, " + v.lockAt(v.order[0], v.waiters[0].lock).String()
+	}
+	var names []string
+	for _, addr := range v.order {
+		l := v.lockAt(addr, argLock{Addr: addr})
+		if l.Symbol != "" {
+			names = append(names, "`"+l.Symbol+"`")
+		} else {
+			names = append(names, fmt.Sprintf("%#x", addr))
+		}
+	}
+	return fmt.Sprintf("%d different mutexes (%s)", len(v.order), strings.Join(names, ", "))
+}
+
+// argLocksEvidence says which threads wait for which address, and what
+// other locks their frames were called with.
+func argLocksEvidence(v argLockView) []string {
+	var out []string
+	for _, addr := range v.order {
+		var who []string
+		for _, i := range v.byAddr[addr] {
+			who = append(who, fmt.Sprint(v.waiters[i].ref.Thread.Tid))
+		}
+		out = append(out, fmt.Sprintf("%s: waited for by thread(s) %s (from the frames' arguments)",
+			v.lockAt(addr, argLock{Addr: addr}), strings.Join(who, ", ")))
+	}
+	for _, w := range v.waiters {
+		for _, h := range w.held {
+			out = append(out, fmt.Sprintf("%s: frame `%s` was called with %s, which it may hold", threadLabel(w.ref.Thread), heldFrame(w.ref.Thread, h.Addr), h))
+		}
+	}
+	return out
+}
+
+// inferredCycleDiagnosis says a cycle whose lock holders were inferred
+// from the dump's arguments.
+func inferredCycleDiagnosis(p *stacks.Process, ws []ThreadRef, v argLockView, c []inferredStep) Diagnosis {
+	d := Diagnosis{
+		Deadlock:   true,
+		Confidence: Medium,
+		Refs:       lockOrderRefs,
+	}
+	var refs []ThreadRef
+	var locks []string
+	join := false
+	for _, s := range c {
+		refs = append(refs, s.from)
+		d.Chain = append(d.Chain, s.text())
+		if s.lock != nil {
+			locks = append(locks, s.lock.String())
+		} else {
+			join = true
+		}
+	}
+	d.Chain = append(d.Chain, "which closes the cycle: each waits for the next, and none can go on")
+	var parts []string
+	for i, s := range c {
+		what := "joins"
+		if s.lock != nil {
+			what = "waits for " + s.lock.String() + ", most likely held by"
+		}
+		if i == 0 {
+			parts = append(parts, fmt.Sprintf("%s %s %s", threadLabel(s.from.Thread), what, threadLabel(s.to.Thread)))
+		} else {
+			parts = append(parts, fmt.Sprintf("which %s %s", what, threadLabel(s.to.Thread)))
+		}
+	}
+	d.Summary = fmt.Sprintf("%d threads of process %d most likely deadlock in a cycle: %s", len(c), p.Pid, strings.Join(parts, ", "))
+	d.Evidence = []string{"no mutex owner was read: who holds each lock is inferred from the frames' arguments (the locks a thread's frames were called with) and from which threads do not wait for it; a thread that exited holding a lock would break the inference"}
+	for _, s := range c {
+		d.Evidence = append(d.Evidence, stackLine(s.from.Thread))
+	}
+	d.Evidence = append(d.Evidence, argLocksEvidence(v)...)
+	var fix []string
+	if len(locks) > 1 {
+		fix = append(fix, fmt.Sprintf("Take %s in one global order everywhere (these threads take them in different orders), "+
+			"or lock them together with std::scoped_lock / std::lock, or use pthread_mutex_trylock and back off.", strings.Join(locks, " and ")))
+	}
+	if join {
+		fix = append(fix, "Do not join a thread while holding a lock it needs: release the lock before pthread_join.")
+	}
+	d.Fix = strings.Join(fix, " ")
+	d.Pids, d.Tids = orderRefs(refs...)
+	return d
 }

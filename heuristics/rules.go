@@ -429,6 +429,13 @@ func (r *Rule) match(a *Analysis, d *Diagnosis) (string, bool) {
 				why = append(why, fmt.Sprintf("pid %d is a forked child of %d", p.Pid, p.Fork.ParentPid))
 				break
 			}
+			// No lineage read (a dump): the frames may show the child's
+			// side of fork().
+			if ev := forkChildSide(p); ev.ok && !a.Snap.Evidence.Lineage {
+				ok = true
+				why = append(why, fmt.Sprintf("pid %d is a forked child by its frames (`%s`)", p.Pid, ev.frame))
+				break
+			}
 		}
 		if !ok {
 			return "", false

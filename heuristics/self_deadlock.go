@@ -2,6 +2,8 @@ package heuristics
 
 import (
 	"fmt"
+
+	"github.com/hangdoc/hangdoc/stacks"
 )
 
 func init() {
@@ -73,29 +75,41 @@ func matchSelfDeadlock(a *Analysis) []Diagnosis {
 		d.Pids, d.Tids = orderRefs(e.From)
 		ds = append(ds, d)
 	}
+	// The dump's arguments show the same lock in an outer frame that
+	// takes it: the thread took it there and waits for it again.
+	relocked := map[*stacks.Thread]bool{}
+	for _, r := range findArgRelocks(a) {
+		if a.running(r.ref.Thread) {
+			continue
+		}
+		relocked[r.ref.Thread] = true
+		t, st := r.ref.Thread, r.ref.Thread.Stack
+		outer, asker := frameName(st[r.outer]), frameName(st[r.asker])
+		d := Diagnosis{
+			Deadlock:   true,
+			Confidence: Medium,
+			Summary: fmt.Sprintf("%s waits for %s in `%s`, which its outer frame `%s` was called with and most likely took: it waits for a lock it already holds",
+				threadLabel(t), r.lock, asker, outer),
+			Chain: []string{
+				fmt.Sprintf("frame #%d `%s` was called with %s and went on past taking it, deeper into the stack", r.outer, outer, r.lock),
+				fmt.Sprintf("frame #%d `%s` now waits for the same address (%s)", r.inner, frameName(st[r.inner]), r.lock),
+				"a non-recursive mutex does not count re-locks: the thread waits for itself, and nothing else will unlock it",
+			},
+			Evidence: []string{stackLineN(t, r.outer+1),
+				fmt.Sprintf("the same address %#x in the arguments of frames #%d and #%d; no mutex owner was read, and the mutex's kind (recursive or not) is not known", r.lock.Addr, r.inner, r.outer)},
+			Refs: selfDeadlockRefs,
+		}
+		d.Pids, d.Tids = orderRefs(r.ref)
+		ds = append(ds, d)
+	}
 	// A pasted dump (or lock elision) records no owner: a process whose
 	// one lock waiter is the only thread that could release the lock.
 	for _, p := range a.Snap.Processes {
-		ws := a.stuckLockWaiters(p)
-		if p.Fork != nil || len(ws) != 1 || !a.allThreads(p) {
+		lw, ok := a.loneWaiterOf(p)
+		if !ok || lw.id != "self-deadlock" || relocked[lw.ref.Thread] {
 			continue
 		}
-		t := ws[0].Thread
-		d := Diagnosis{
-			Deadlock:   true,
-			Confidence: Low,
-			Summary: fmt.Sprintf("%s waits for a lock in %s that no other thread of process %d can release: it most likely holds it already",
-				threadLabel(t), waitSite(t), p.Pid),
-			Chain: []string{
-				fmt.Sprintf("%s waits for a lock in %s; no owner was recorded", threadLabel(t), waitSite(t)),
-				"every other thread of the process waits too (for a lock or a join) and none runs",
-				"so the holder is the waiter itself, taking the lock a second time, or a thread that exited holding it",
-			},
-			Evidence: []string{stackLine(t), "no mutex owner was read: the verdict rests on frame names and thread states"},
-			Refs:     selfDeadlockRefs,
-		}
-		d.Pids, d.Tids = orderRefs(ws[0])
-		ds = append(ds, d)
+		ds = append(ds, a.loneWaiterDiagnosis(lw))
 	}
 	return ds
 }

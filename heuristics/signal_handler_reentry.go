@@ -63,12 +63,37 @@ func findReentries(a *Analysis) []reentry {
 				}
 				continue // the owner speaks: another owner is no re-entry
 			}
-			if r.held, r.family = sameLockBelow(t.Stack, caller, sig); r.held >= 0 {
+			if r.held, r.family = sameAddrBelow(t, sig); r.held >= 0 {
+				found = append(found, r)
+			} else if r.held, r.family = sameLockBelow(t.Stack, caller, sig); r.held >= 0 {
 				found = append(found, r)
 			}
 		}
 	}
 	return found
+}
+
+// sameAddrBelow looks below the signal frame for a frame called with the
+// address of the lock the handler waits for (a dump's arguments): the
+// interrupted code had that lock in hand.
+func sameAddrBelow(t *stacks.Thread, sig int) (int, string) {
+	l, _, ok := waitArgLock(t)
+	if !ok {
+		return -1, ""
+	}
+	ls, at := argAddrsIn(t.Stack, sig+1, len(t.Stack))
+	for i, o := range ls {
+		if o.Addr == l.Addr {
+			if l.Symbol == "" {
+				l.Symbol = o.Symbol
+			}
+			if l.Symbol != "" {
+				return at[i], "`" + l.Symbol + "`"
+			}
+			return at[i], fmt.Sprintf("%#x", l.Addr)
+		}
+	}
+	return -1, ""
 }
 
 // sameLockBelow looks below the signal frame for a frame that takes the
@@ -162,8 +187,8 @@ func matchSignalReentry(a *Analysis) []Diagnosis {
 		} else {
 			held := frameName(t.Stack[r.held])
 			d.Confidence = Medium
-			d.Summary = fmt.Sprintf("%s waits for a lock in `%s` inside signal handler `%s`, which interrupted it in `%s` holding the same %s lock",
-				threadLabel(t), asker, handler, held, r.family)
+			d.Summary = fmt.Sprintf("%s waits for %s in `%s` inside signal handler `%s`, which interrupted it in `%s` holding the same %s lock",
+				threadLabel(t), waitLockName(t), asker, handler, held, r.family)
 			d.Chain = []string{
 				fmt.Sprintf("%s was inside `%s`, which takes the %s lock, when a signal arrived", threadLabel(t), held, r.family),
 				fmt.Sprintf("the kernel ran handler `%s` on the same thread", handler),

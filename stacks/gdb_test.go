@@ -409,24 +409,25 @@ func TestParseGDBFrames(t *testing.T) {
 		cut  bool
 	}{
 		{`#0  0x00007f0000001000 in foo (a=1, s=0x1 "x)(y") at x.c:12`,
-			Frame{Func: "foo", PC: 0x7f0000001000, File: "x.c", Line: 12}, false},
+			Frame{Func: "foo", PC: 0x7f0000001000, File: "x.c", Line: 12, Args: []Arg{{"a", "1"}, {"s", `0x1 "x)(y"`}}}, false},
 		{`#0  bar (c=40 '(') at dir with space/y.c:7`,
-			Frame{Func: "bar", File: "dir with space/y.c", Line: 7}, false},
+			Frame{Func: "bar", File: "dir with space/y.c", Line: 7, Args: []Arg{{"c", "40 '('"}}}, false},
 		{`#0  baz (c=39 '\'', d=41 ')') at y.c:7`,
-			Frame{Func: "baz", File: "y.c", Line: 7}, false},
+			Frame{Func: "baz", File: "y.c", Line: 7, Args: []Arg{{"c", `39 '\''`}, {"d", "41 ')'"}}}, false},
 		{`#0  0x0000000000401136 in Foo::operator<(Foo const&) const (this=0x1, o=...) at f.cc:3`,
-			Frame{Func: "Foo::operator<(Foo const&) const", PC: 0x401136, File: "f.cc", Line: 3}, false},
+			Frame{Func: "Foo::operator<(Foo const&) const", PC: 0x401136, File: "f.cc", Line: 3, Args: []Arg{{"this", "0x1"}, {"o", "..."}}}, false},
 		{`#0  0x0000000000401136 in std::operator<< <std::char_traits<char> > (__out=..., __s=0x4 "at x.c:1") at /usr/include/c++/12/ostream:611`,
-			Frame{Func: "std::operator<< <std::char_traits<char> >", PC: 0x401136, File: "/usr/include/c++/12/ostream", Line: 611}, false},
+			Frame{Func: "std::operator<< <std::char_traits<char> >", PC: 0x401136, File: "/usr/include/c++/12/ostream", Line: 611,
+				Args: []Arg{{"__out", "..."}, {"__s", `0x4 "at x.c:1"`}}}, false},
 		{`#0  0x0000000000401136 in process(int) [clone .isra.0] (n=3) at p.cc:9`,
-			Frame{Func: "process(int) [clone .isra.0]", PC: 0x401136, File: "p.cc", Line: 9}, false},
+			Frame{Func: "process(int) [clone .isra.0]", PC: 0x401136, File: "p.cc", Line: 9, Args: []Arg{{"n", "3"}}}, false},
 		{`#0  0x00007f0000001000 in ?? ()`, Frame{PC: 0x7f0000001000}, false},
 		{`#0  0x00007f0000001000 in pthread_cond_wait@@GLIBC_2.3.2 () from /lib64/libpthread.so.0`,
 			Frame{Func: "pthread_cond_wait@@GLIBC_2.3.2", PC: 0x7f0000001000, Module: "/lib64/libpthread.so.0"}, false},
 		{`#0  runtime.futex () at /usr/lib/go/src/runtime/sys_linux_amd64.s:557`,
 			Frame{Func: "runtime.futex", File: "/usr/lib/go/src/runtime/sys_linux_amd64.s", Line: 557}, false},
 		{`#0  0x00005555555551a9 in (anonymous namespace)::helper (x=<optimized out>) at a.cc:4`,
-			Frame{Func: "(anonymous namespace)::helper", PC: 0x5555555551a9, File: "a.cc", Line: 4}, false},
+			Frame{Func: "(anonymous namespace)::helper", PC: 0x5555555551a9, File: "a.cc", Line: 4, Args: []Arg{{"x", "<optimized out>"}}}, false},
 		{`#0  0x00007f0000001000 in <signal handler called>`, Frame{Signal: true, PC: 0x7f0000001000}, false},
 		{`#0  0x00007f0000001000 in std::vector<int, std::allocator<int> >::push_back (this=0x1, __x=`,
 			Frame{Func: "std::vector<int, std::allocator<int> >::push_back", PC: 0x7f0000001000}, true},
@@ -446,12 +447,60 @@ func TestParseGDBFrames(t *testing.T) {
 			t.Errorf("%s: %d frames", tt.line, len(th.Stack))
 			continue
 		}
-		if got := th.Stack[0]; got != tt.want {
+		if got := th.Stack[0]; !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("%s\n got %+v\nwant %+v", tt.line, got, tt.want)
 		}
 		if cut := len(th.Notes) > 0; cut != tt.cut {
 			t.Errorf("%s: cut %v (notes %q), want %v", tt.line, cut, th.Notes, tt.cut)
 		}
+	}
+}
+
+func TestParseGDBArgs(t *testing.T) {
+	tests := []struct {
+		args string
+		want []Arg
+	}{
+		{"", nil},
+		{"...", nil},
+		{"mutex=0x5555555580a0 <server_lock>", []Arg{{"mutex", "0x5555555580a0 <server_lock>"}}},
+		{"futex=futex@entry=0x560a61b6b100 <the_lock>, private=0",
+			[]Arg{{"futex", "0x560a61b6b100 <the_lock>"}, {"private", "0"}}},
+		{"private=128, cancel=true, abstime=0x0, op=265, expected=10221, futex_word=0x7fd1874b3990",
+			[]Arg{{"private", "128"}, {"cancel", "true"}, {"abstime", "0x0"}, {"op", "265"}, {"expected", "10221"}, {"futex_word", "0x7fd1874b3990"}}},
+		{"p={a = 1, b = {2, 3}}, s=\"a, b\" 'x' <repeats 20 times>, c=44 ','",
+			[]Arg{{"p", "{a = 1, b = {2, 3}}"}, {"s", "\"a, b\" 'x' <repeats 20 times>"}, {"c", "44 ','"}}},
+		{"f=0x401136 <Foo::operator<(Foo const&) const>, n=2",
+			[]Arg{{"f", "0x401136 <Foo::operator<(Foo const&) const>"}, {"n", "2"}}},
+		{"x=a < b, y=2", []Arg{{"x", "a < b"}, {"y", "2"}}},
+		{"~r0=0, self=0xc000010000", []Arg{{"~r0", "0"}, {"self", "0xc000010000"}}},
+		{"this=0x7ffd1e2c, __m=...", []Arg{{"this", "0x7ffd1e2c"}, {"__m", "..."}}},
+		{"not an argument, x=1", []Arg{{"x", "1"}}},
+	}
+	for _, tt := range tests {
+		if got := parseGDBArgList(tt.args); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s\n got %q\nwant %q", tt.args, got, tt.want)
+		}
+	}
+	long := "v=" + strings.Repeat("x", 10000) + ", " + strings.Repeat("a=1, ", 100)
+	got := parseGDBArgList(long)
+	if len(got) != maxArgs || len(got[0].Value) > maxArgValue+len("…") {
+		t.Errorf("long list: %d args, first value %d bytes", len(got), len(got[0].Value))
+	}
+
+	// In a dump: the frames keep their arguments, and the snapshot says so.
+	snap, _, err := ParseGDB(strings.NewReader("#0  ___pthread_mutex_lock (mutex=0x5555555580a0 <server_lock>) at ./nptl/pthread_mutex_lock.c:93\n#1  0x0000555555555380 in blas_thread_init () at openblas_relock.c:72\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := snap.Processes[0].Threads[0].Stack
+	if !snap.Evidence.Arguments || !reflect.DeepEqual(st[0].Args, []Arg{{"mutex", "0x5555555580a0 <server_lock>"}}) || st[1].Args != nil {
+		t.Errorf("evidence %+v, frames %+v", snap.Evidence, st)
+	}
+	// A frame cut inside its argument list keeps none of them.
+	snap, _, _ = ParseGDB(strings.NewReader("#0  0x00007f0000001000 in lock (m=0x55555\n"))
+	if f := snap.Processes[0].Threads[0].Stack[0]; f.Args != nil || snap.Evidence.Arguments {
+		t.Errorf("cut frame: %+v, evidence %+v", f, snap.Evidence)
 	}
 }
 
@@ -591,16 +640,18 @@ func FuzzParseGDB(f *testing.F) {
 // of '<', wrapped-looking lines, " at " everywhere) stay fast.
 func TestParseGDBLinearTime(t *testing.T) {
 	cases := map[string]string{
-		"open parens":   strings.Repeat("a (\n     b (\n", 20000),
-		"wrapped":       strings.Repeat("#1 f (\n     x (\n", 20000),
-		"quotes":        strings.Repeat("#0  f (\"\"\"\"'('(')))))) at x:1\n", 20000),
-		"prose":         strings.Repeat("zz\n\n", 50000),
-		"at":            "#0  f ()" + strings.Repeat(" at x", 100000) + "\n",
-		"angles":        "#0  f " + strings.Repeat("<", 200000) + "\n",
-		"headers":       strings.Repeat("Thread 1 (LWP 1):\n", 50000),
-		"operators":     "#0  f " + strings.Repeat("operator<", 20000) + "(\n",
-		"locals":        "#0  f ()\n" + strings.Repeat("        x = 1\n", 100000),
-		"frame numbers": strings.Repeat("#3  f ()\n", 50000),
+		"open parens":                strings.Repeat("a (\n     b (\n", 20000),
+		"wrapped":                    strings.Repeat("#1 f (\n     x (\n", 20000),
+		"quotes":                     strings.Repeat("#0  f (\"\"\"\"'('(')))))) at x:1\n", 20000),
+		"prose":                      strings.Repeat("zz\n\n", 50000),
+		"at":                         "#0  f ()" + strings.Repeat(" at x", 100000) + "\n",
+		"angles":                     "#0  f " + strings.Repeat("<", 200000) + "\n",
+		"headers":                    strings.Repeat("Thread 1 (LWP 1):\n", 50000),
+		"operators":                  "#0  f " + strings.Repeat("operator<", 20000) + "(\n",
+		"locals":                     "#0  f ()\n" + strings.Repeat("        x = 1\n", 100000),
+		"frame numbers":              strings.Repeat("#3  f ()\n", 50000),
+		"arguments":                  "#0  f (" + strings.Repeat("a=<b, c={\"'(", 50000) + ")\n",
+		"many frames with arguments": strings.Repeat("#1  f (m=0x5555 <lock>, x=1) at x.c:1\n", 50000),
 	}
 	for name, in := range cases {
 		start := time.Now()

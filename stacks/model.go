@@ -53,6 +53,10 @@ type Process struct {
 	// Label says where the process came from when a snapshot merges
 	// several inputs (the dump's file name, a rank, a host).
 	Label string `json:"label,omitempty"`
+	// Message is what the process said about itself with its dump, when
+	// the dump shows it: a Go "fatal error: all goroutines are asleep -
+	// deadlock!", "panic: test timed out after 10m0s", "SIGQUIT: quit".
+	Message string `json:"message,omitempty"`
 }
 
 // Fork describes a forked child that did not exec.
@@ -89,6 +93,40 @@ type Thread struct {
 	// Notes say why the stack may be incomplete (the thread could not be
 	// stopped in time, the unwinder lost its way at a frame).
 	Notes []string `json:"notes,omitempty"`
+	// Handle is the thread's id as a runtime printed it when the dump
+	// gives no kernel tid: the pthread_t of a CPython faulthandler dump
+	// or of py-spy on macOS (0x7f…). Tid is then 0.
+	Handle uint64 `json:"handle,omitempty"`
+	// HoldsGIL is set when the dump says the thread held the Python GIL
+	// (py-spy's "active+gil" and "gil").
+	HoldsGIL bool `json:"holds_gil,omitempty"`
+	// Goroutine is set when the thread is a Go goroutine (a goroutine
+	// dump, a live read of a Go process): Tid is then the goroutine id.
+	Goroutine *Goroutine `json:"goroutine,omitempty"`
+}
+
+// Goroutine is what the Go runtime says of a goroutine besides its stack.
+type Goroutine struct {
+	ID int `json:"id"`
+	// Status is the wait reason, or the scheduler status when there is
+	// none, as the runtime prints it: "chan receive", "sync.Mutex.Lock",
+	// "select", "IO wait", "sync.WaitGroup.Wait", "semacquire" (Go before
+	// 1.20 for every sync wait), "running", "runnable", "syscall", "idle".
+	Status string `json:"status"`
+	// WaitMinutes is how long the goroutine had been blocked, in whole
+	// minutes, as the runtime recorded it: a lower bound (the runtime
+	// starts counting at the first GC after the goroutine blocked and
+	// prints nothing under a minute).
+	WaitMinutes int `json:"wait_minutes,omitempty"`
+	// LockedToThread is set for a goroutine wired to its OS thread
+	// (runtime.LockOSThread, cgo callbacks, the main goroutine in init).
+	LockedToThread bool `json:"locked_to_thread,omitempty"`
+	// CreatedBy is the frame of the go statement that started the
+	// goroutine; zero for the main goroutine and when the dump omits it.
+	CreatedBy Frame `json:"created_by,omitzero"`
+	// CreatedByGoroutine is the id of the goroutine that ran that go
+	// statement (Go 1.21 and later print it); 0 when unknown.
+	CreatedByGoroutine int `json:"created_by_goroutine,omitempty"`
 }
 
 // Sample is one observation of a thread.
@@ -115,6 +153,13 @@ type Wait struct {
 	Mutex *Mutex `json:"mutex,omitempty"`
 	// JoinTid is the thread a pthread_join waits for.
 	JoinTid int `json:"join_tid,omitempty"`
+	// BlockedByTid and BlockedByPid name the thread and the process the
+	// kernel says the wait is for, when a dump names them (a macOS
+	// spindump's "blocked by turnstile waiting for python3 [1234]
+	// thread 0x5678"). BlockedByTid is the thread's own tid for "waiting
+	// for this thread". Syscall and Nr are then "" and -1 (not read).
+	BlockedByTid int `json:"blocked_by_tid,omitempty"`
+	BlockedByPid int `json:"blocked_by_pid,omitempty"`
 	// Value is the futex word when it was read.
 	Value *uint32 `json:"value,omitempty"`
 }
@@ -146,6 +191,10 @@ type Frame struct {
 	// Args are the arguments a dump printed ("mutex=0x5555… <server_lock>"):
 	// the only lock addresses a pasted stack carries.
 	Args []Arg `json:"args,omitempty"`
+	// Samples is, for a stack read from a call tree (macOS sample,
+	// spindump), how many of the thread's samples had this frame on the
+	// stack: a leaf with as many samples as the thread held every one.
+	Samples int `json:"samples,omitempty"`
 }
 
 // Arg is one argument of a frame as a dump printed it.

@@ -1,0 +1,426 @@
+package heuristics
+
+// Lock addresses a dump shows in frame arguments. gdb prints the
+// arguments of every frame it has debug information for:
+// `___pthread_mutex_lock (mutex=0x5555… <server_lock>)`,
+// `pass_on (mine=0x… <lock_c>, next=0x… <lock_a>)`. Without mutex owners
+// (a pasted dump), they are the only way to tell which lock a thread waits
+// for, which threads wait for the same one, and which other locks a
+// thread's own frames have in hand. Everything here is used only for
+// threads whose wait attach did not read (Thread.Wait.Mutex is nil).
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/hangdoc/hangdoc/stacks"
+)
+
+// argLock is a lock as a dump's arguments name it.
+type argLock struct {
+	Addr   uint64
+	Symbol string // "server_lock", "work_cond+40"; "" when gdb printed none
+}
+
+func (l argLock) String() string {
+	if l.Symbol != "" {
+		return fmt.Sprintf("mutex `%s` (%#x)", l.Symbol, l.Addr)
+	}
+	return fmt.Sprintf("mutex %#x", l.Addr)
+}
+
+// argAddr reads an address argument as gdb prints it: "0x5555555580a0
+// <server_lock>", "0x7f…", "futex@entry=0x…" (kept by older parsers).
+// Null and small values are not addresses of a lock.
+func argAddr(v string) (argLock, bool) {
+	if i := strings.LastIndex(v, "@entry="); i >= 0 {
+		v = v[i+len("@entry="):]
+	}
+	if !strings.HasPrefix(v, "0x") {
+		return argLock{}, false
+	}
+	end := 2
+	for end < len(v) && isHexDigit(v[end]) {
+		end++
+	}
+	addr, err := strconv.ParseUint(v[2:end], 16, 64)
+	if err != nil || addr < 0x1000 {
+		return argLock{}, false
+	}
+	l := argLock{Addr: addr}
+	rest := strings.TrimSpace(v[end:])
+	if strings.HasPrefix(rest, "<") && strings.HasSuffix(rest, ">") {
+		l.Symbol = rest[1 : len(rest)-1]
+	}
+	return l, true
+}
+
+func isHexDigit(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+// lockArgNames are the parameter names of the lock in glibc's mutex and
+// rwlock functions, libstdc++'s wrappers and the usual spellings
+// elsewhere; "this" of a lock method (std::mutex::lock) is the lock too.
+var lockArgNames = set("mutex", "__mutex", "m", "__m", "mtx", "mu", "lock", "lk", "rwlock", "__rwlock",
+	"futex", "futex_word", "this")
+
+// waitArgLock returns the lock a thread waits for as its wait frames'
+// arguments name it, and the index of the frame that named it. It reads
+// only the frames of the wait itself (lock and futex internals), innermost
+// first, preferring a lock function's argument to a bare futex word.
+func waitArgLock(t *stacks.Thread) (argLock, int, bool) {
+	class, caller := waitOf(t)
+	if class != waitLock || (t.Wait != nil && t.Wait.Mutex != nil) {
+		return argLock{}, -1, false
+	}
+	fallback, fallbackAt := argLock{}, -1
+	for i, f := range t.Stack[:min(caller, len(t.Stack))] {
+		k := funcKey(f)
+		lockFn := isLockFrame(k)
+		if !lockFn && !futexFuncs[k] {
+			continue
+		}
+		for _, a := range f.Args {
+			if !lockArgNames[a.Name] {
+				continue
+			}
+			l, ok := argAddr(a.Value)
+			if !ok {
+				continue
+			}
+			if lockFn {
+				if l.Symbol == "" && fallback.Symbol != "" && fallback.Addr == l.Addr {
+					l.Symbol = fallback.Symbol
+				}
+				return l, i, true
+			}
+			if fallbackAt < 0 {
+				fallback, fallbackAt = l, i
+			}
+		}
+	}
+	return fallback, fallbackAt, fallbackAt >= 0
+}
+
+// argAddrsIn lists the address arguments of the frames from..to-1 with
+// the index of the frame each is in.
+func argAddrsIn(st []stacks.Frame, from, to int) (ls []argLock, at []int) {
+	for i := max(from, 0); i < min(to, len(st)); i++ {
+		for _, a := range st[i].Args {
+			if l, ok := argAddr(a.Value); ok {
+				ls = append(ls, l)
+				at = append(at, i)
+			}
+		}
+	}
+	return ls, at
+}
+
+// argRelock is a thread whose own outer frames were called with the lock
+// it now waits for, by a function that takes it: a lock function (the
+// outer acquisition, returned on another path of the stack) or the very
+// function that asks for the lock again (a recursion that re-locks).
+type argRelock struct {
+	ref   ThreadRef
+	lock  argLock
+	inner int // the frame whose argument names the waited lock
+	asker int // the frame that asked for the lock
+	outer int // the outer frame called with the same address
+}
+
+// findArgRelocks finds the threads that wait for a lock an outer frame
+// of theirs was called with, outside signal handlers (a handler that
+// re-takes a lock is signal-handler-reentry's).
+func findArgRelocks(a *Analysis) []argRelock {
+	var out []argRelock
+	for _, p := range a.Snap.Processes {
+		if p.Exited {
+			continue
+		}
+		for _, t := range p.Threads {
+			if signalFrame(t.Stack) >= 0 {
+				continue
+			}
+			l, inner, ok := waitArgLock(t)
+			if !ok {
+				continue
+			}
+			_, caller := waitOf(t)
+			if caller >= len(t.Stack) {
+				continue
+			}
+			asker := funcKey(t.Stack[caller])
+			ls, at := argAddrsIn(t.Stack, caller+1, len(t.Stack))
+			for j, o := range ls {
+				f := t.Stack[at[j]]
+				if o.Addr != l.Addr || !(isLockFrame(funcKey(f)) || funcKey(f) == asker || takesLocks(f)) {
+					continue
+				}
+				if o.Symbol != "" && l.Symbol == "" {
+					l.Symbol = o.Symbol
+				}
+				out = append(out, argRelock{ref: ThreadRef{p, t}, lock: l, inner: inner, asker: caller, outer: at[j]})
+				break
+			}
+		}
+	}
+	return out
+}
+
+// takesLocks: a function whose name says it takes a lock (LOCK_COMMAND,
+// lock_and_call, with_lock_held, Foo::lock, MutexLock, acquire_…,
+// mutex_enter), not one that releases it, and not "block" or "clock".
+func takesLocks(f stacks.Frame) bool {
+	k := funcKey(f)
+	l := strings.ToLower(k)
+	if strings.Contains(l, "unlock") || strings.Contains(l, "release") {
+		return false
+	}
+	return lockWordRE.MatchString(k)
+}
+
+var lockWordRE = regexp.MustCompile(`(?i:(^|[_:.])(lock|acquire|mutex_enter))|[a-z](Lock|Acquire)([A-Z_(]|$)`)
+
+// joinArgTid is the thread a pthread_join waits for as the futex wait
+// under it shows: glibc waits on the joined thread's tid word with the
+// tid as the expected value. 0 when the frames do not say, or when the
+// value names no thread of the process.
+func joinArgTid(p *stacks.Process, t *stacks.Thread) int {
+	class, caller := waitOf(t)
+	if class != waitJoin || t.Wait != nil && t.Wait.JoinTid != 0 {
+		return 0
+	}
+	for _, f := range t.Stack[:min(caller, len(t.Stack))] {
+		if !futexFuncs[funcKey(f)] {
+			continue
+		}
+		for _, a := range f.Args {
+			if a.Name != "expected" {
+				continue
+			}
+			tid, err := strconv.Atoi(a.Value)
+			if err != nil || tid <= 0 || tid == t.Tid {
+				continue
+			}
+			for _, o := range p.Threads {
+				if o.Tid == tid {
+					return tid
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// argWaiter is a thread that waits for a lock its arguments name.
+type argWaiter struct {
+	ref  ThreadRef
+	lock argLock
+	// held are the other locks (addresses some thread of the process
+	// waits for) that the thread's frames past the wait were called
+	// with: most likely locks it took on the way, and holds.
+	held []argLock
+}
+
+// argLockView is what the arguments tell about one process's locks.
+type argLockView struct {
+	waiters []argWaiter
+	byAddr  map[uint64][]int // lock address → indexes into waiters
+	order   []uint64         // lock addresses in the order first seen
+}
+
+// argLocks reads the lock arguments of the waiters of a process. It is
+// empty when no waiter's arguments name its lock.
+func argLocks(p *stacks.Process, ws []ThreadRef) argLockView {
+	v := argLockView{byAddr: map[uint64][]int{}}
+	for _, w := range ws {
+		l, _, ok := waitArgLock(w.Thread)
+		if !ok {
+			continue
+		}
+		if _, seen := v.byAddr[l.Addr]; !seen {
+			v.order = append(v.order, l.Addr)
+		}
+		v.byAddr[l.Addr] = append(v.byAddr[l.Addr], len(v.waiters))
+		v.waiters = append(v.waiters, argWaiter{ref: w, lock: l})
+	}
+	for i := range v.waiters {
+		w := &v.waiters[i]
+		_, caller := waitOf(w.ref.Thread)
+		ls, _ := argAddrsIn(w.ref.Thread.Stack, caller, len(w.ref.Thread.Stack))
+		for _, l := range ls {
+			if l.Addr == w.lock.Addr || len(v.byAddr[l.Addr]) == 0 || containsLock(w.held, l.Addr) {
+				continue
+			}
+			w.held = append(w.held, v.lockAt(l.Addr, l))
+		}
+	}
+	return v
+}
+
+func containsLock(ls []argLock, addr uint64) bool {
+	for _, l := range ls {
+		if l.Addr == addr {
+			return true
+		}
+	}
+	return false
+}
+
+// lockAt returns the lock at addr with the best name any waiter gave it.
+func (v argLockView) lockAt(addr uint64, l argLock) argLock {
+	for _, i := range v.byAddr[addr] {
+		if w := v.waiters[i]; w.lock.Symbol != "" {
+			return w.lock
+		}
+	}
+	return l
+}
+
+// of returns the lock the thread waits for, if its arguments name it.
+func (v argLockView) of(t *stacks.Thread) (argWaiter, bool) {
+	for _, w := range v.waiters {
+		if w.ref.Thread == t {
+			return w, true
+		}
+	}
+	return argWaiter{}, false
+}
+
+// inferredStep is one wait of an inferred cycle: a thread waits for a
+// lock (or joins a thread), and why the next thread is taken to hold it.
+type inferredStep struct {
+	from ThreadRef
+	lock *argLock // nil for a join
+	to   ThreadRef
+	why  string
+}
+
+// inferCycle looks for a cycle of waits in a process whose waiters'
+// locks the arguments name, with each lock's holder inferred: the one
+// thread whose frames were called with that lock while it waits for
+// another, or, when a lock has no such thread, the one thread of the
+// process that is not waiting for it (the holder must be one that does
+// not wait for it, or one that exited). Joins whose target the futex
+// arguments name close cycles too. It returns nil when the holders
+// cannot be told or no cycle closes.
+func inferCycle(p *stacks.Process, ws []ThreadRef, v argLockView) []inferredStep {
+	if len(v.waiters) == 0 {
+		return nil
+	}
+	holder := map[uint64]inferredStep{}
+	for _, addr := range v.order {
+		var cands []int
+		for i, w := range v.waiters {
+			if containsLock(w.held, addr) {
+				cands = append(cands, i)
+			}
+		}
+		l := v.lockAt(addr, argLock{Addr: addr})
+		switch {
+		case len(cands) == 1:
+			w := v.waiters[cands[0]]
+			holder[addr] = inferredStep{to: w.ref, why: fmt.Sprintf("its frame `%s` was called with %s",
+				heldFrame(w.ref.Thread, addr), l)}
+		case len(cands) == 0 && len(v.waiters) == len(ws):
+			if h := soleNonWaiter(p, v); h != nil {
+				holder[addr] = inferredStep{to: ThreadRef{p, h},
+					why: "it is the only thread of the process not waiting for it"}
+			}
+		}
+	}
+	next := map[*stacks.Thread]inferredStep{}
+	for _, w := range v.waiters {
+		h, ok := holder[w.lock.Addr]
+		if !ok || h.to.Thread == w.ref.Thread {
+			continue
+		}
+		lock := v.lockAt(w.lock.Addr, w.lock)
+		next[w.ref.Thread] = inferredStep{from: w.ref, lock: &lock, to: h.to, why: h.why}
+	}
+	for _, t := range p.Threads {
+		if tid := joinArgTid(p, t); tid != 0 {
+			for _, o := range p.Threads {
+				if o.Tid == tid {
+					next[t] = inferredStep{from: ThreadRef{p, t}, to: ThreadRef{p, o}}
+				}
+			}
+		}
+	}
+	// Follow the waits from each thread, in the process's order, until
+	// one comes back.
+	for _, start := range p.Threads {
+		var path []inferredStep
+		seen := map[*stacks.Thread]int{}
+		for cur := start; ; {
+			s, ok := next[cur]
+			if !ok {
+				break
+			}
+			if at, loop := seen[cur]; loop {
+				return path[at:]
+			}
+			seen[cur] = len(path)
+			path = append(path, s)
+			cur = s.to.Thread
+		}
+	}
+	return nil
+}
+
+// heldFrame names the frame past the wait whose argument is addr.
+func heldFrame(t *stacks.Thread, addr uint64) string {
+	_, caller := waitOf(t)
+	ls, at := argAddrsIn(t.Stack, caller, len(t.Stack))
+	for i, l := range ls {
+		if l.Addr == addr {
+			return frameName(t.Stack[at[i]])
+		}
+	}
+	return "?"
+}
+
+// stepText says an inferred wait as a sentence.
+func (s inferredStep) text() string {
+	if s.lock == nil {
+		return fmt.Sprintf("%s waits in pthread_join for %s (the futex it waits on is that thread's id)",
+			threadLabel(s.from.Thread), threadLabel(s.to.Thread))
+	}
+	return fmt.Sprintf("%s waits for %s in %s, most likely held by %s: %s",
+		threadLabel(s.from.Thread), s.lock, waitSite(s.from.Thread), threadLabel(s.to.Thread), s.why)
+}
+
+// waitLockName names the lock a thread waits for: "mutex `x` (0x…)"
+// from what attach read or the dump's arguments, "a lock" when neither
+// says.
+func waitLockName(t *stacks.Thread) string {
+	if t.Wait != nil && t.Wait.Mutex != nil {
+		return mutexLabel(t.Wait.Mutex)
+	}
+	if l, _, ok := waitArgLock(t); ok {
+		return l.String()
+	}
+	return "a lock"
+}
+
+// soleNonWaiter: when every waiter the arguments name waits for one
+// lock, the one thread of the process that does not wait for it, if
+// there is exactly one; nil otherwise.
+func soleNonWaiter(p *stacks.Process, v argLockView) *stacks.Thread {
+	if len(v.order) != 1 {
+		return nil
+	}
+	var others []*stacks.Thread
+	for _, t := range p.Threads {
+		if _, waits := v.of(t); !waits {
+			others = append(others, t)
+		}
+	}
+	if len(others) != 1 {
+		return nil
+	}
+	return others[0]
+}

@@ -1,0 +1,327 @@
+package heuristics
+
+// Verdicts on stack-only evidence: a pasted dump has no mutex owners, no
+// lineage, no CPU figures and no syscalls, only frames (and, from gdb,
+// their arguments). What the frames can still say: that a process is the
+// child side of fork() (it is inside fork's child handlers, or below
+// Python's after-fork hooks or multiprocessing's bootstrap), that its one
+// thread waits for a lock nobody else could release, that a known
+// upstream bug's functions are on the stack, that the stack is inside an
+// accelerator driver. Every diagnosis made without the evidence a live
+// attach reads says so, and how to get it.
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/hangdoc/hangdoc/stacks"
+)
+
+// forkEvidence is what a stack says about being the child of a fork.
+type forkEvidence struct {
+	ok bool
+	// certain: the frames are of the child's side of fork() (its atfork
+	// child handlers, Python's after-fork hooks, multiprocessing's
+	// bootstrap of a forked worker), not merely inside fork().
+	certain bool
+	frame   string // the fork frame, as a person reads it
+	marker  string // the child-side frame, when certain
+}
+
+// forkFuncs are fork() and its wrappers, C and Python (funcKey spelling:
+// "_Fork" reads "Fork", "__libc_fork" "libc_fork").
+var forkFuncs = set("fork", "Fork", "libc_fork", "fork_compat", "arch_fork", "os_fork_impl", "os_fork", "os.fork", "posix_fork")
+
+// forkChildMarks run only in the child, inside or right after fork().
+var forkChildMarks = set("PyOS_AfterFork_Child", "malloc_fork_unlock_child", "reclaim_stacks", "PyEval_ReInitThreads",
+	"PyThread_ReInitTLS", "PyImport_ReInitLock", "PyRuntimeState_ReInitThreads")
+
+// forkParentMarks run only in the parent, before the fork: a thread in
+// them is not in a child.
+var forkParentMarks = set("run_prefork_handlers", "PyOS_BeforeFork", "malloc_fork_lock_parent", "PyImport_AcquireLock")
+
+// forkChildFrames reads a stack, innermost first, for the child's side
+// of fork().
+func forkChildFrames(st []stacks.Frame) forkEvidence {
+	var ev forkEvidence
+	bootstrap := false
+	for _, f := range st {
+		k := funcKey(f)
+		switch {
+		case forkParentMarks[k] && !ev.certain:
+			return forkEvidence{} // the parent, running its prepare handlers
+		case forkChildMarks[k]:
+			ev.certain, ev.marker = true, frameName(f)
+		case k == "run_postfork_handlers" || k == "run_fork_handlers":
+			// glibc runs these in both; gdb shows which in an argument
+			// (who=atfork_run_child)
+			for _, a := range f.Args {
+				if strings.Contains(a.Value, "child") {
+					ev.certain, ev.marker = true, frameName(f)+" ("+a.Name+"="+a.Value+")"
+				}
+			}
+		case k == "bootstrap" && pythonMultiprocessing(f, true):
+			bootstrap = true
+		case k == "launch" && pythonMultiprocessing(f, bootstrap):
+			if bootstrap {
+				return forkEvidence{ok: true, certain: true, frame: frameName(f) + " (multiprocessing popen_fork)", marker: "_bootstrap"}
+			}
+		case forkFuncs[k]:
+			ev.ok = true
+			ev.frame = frameName(f)
+			return ev
+		}
+	}
+	return forkEvidence{}
+}
+
+// pythonMultiprocessing: a frame of multiprocessing's fork start method,
+// by its file when the dump has one (py-spy gives it), by the company it
+// keeps otherwise.
+func pythonMultiprocessing(f stacks.Frame, otherwise bool) bool {
+	if f.File != "" {
+		return strings.Contains(f.File, "multiprocessing")
+	}
+	return otherwise
+}
+
+// forkChildSide says whether a process that attach did not see fork is,
+// by its frames, a forked child: its only thread is on the child's side
+// of fork(). Not used when lineage was read (the snapshot then knows).
+func forkChildSide(p *stacks.Process) forkEvidence {
+	if p.Fork != nil || len(p.Threads) != 1 {
+		return forkEvidence{}
+	}
+	return forkChildFrames(p.Threads[0].Stack)
+}
+
+// loneWaiter is a process's one lock waiter that no other thread could
+// release, and the verdict the stack-only evidence supports.
+type loneWaiter struct {
+	ref  ThreadRef
+	id   string // self-deadlock, fork-inherited-lock, fork-after-accelerator-init
+	conf string
+	fork forkEvidence
+	rule *Rule // the known issue whose frames chose the id
+	// driver is the accelerator driver the thread is stuck in.
+	driver      accelDriver
+	driverFrame stacks.Frame
+}
+
+// loneWaiterOf finds a process whose threads all wait, none runs, exactly
+// one on a lock, with no owner recorded, and decides which lock
+// signature its stack supports: a forked child by its fork frames; one in
+// an accelerator driver with no driver thread beside it; the one a known
+// issue's frames name; else a self-deadlock (hedged: the holder may have
+// exited, or the process may be a forked child).
+func (a *Analysis) loneWaiterOf(p *stacks.Process) (loneWaiter, bool) {
+	if p.Exited || p.Fork != nil {
+		return loneWaiter{}, false
+	}
+	fork := forkEvidence{}
+	if !a.Snap.Evidence.Lineage {
+		fork = forkChildSide(p)
+	}
+	if !a.allThreads(p) && !fork.ok {
+		return loneWaiter{}, false
+	}
+	ws := a.stuckLockWaiters(p)
+	if len(ws) != 1 {
+		return loneWaiter{}, false
+	}
+	lw := loneWaiter{ref: ws[0], id: "self-deadlock", conf: Low, fork: fork}
+	t := ws[0].Thread
+	switch {
+	case fork.ok:
+		lw.id = "fork-inherited-lock"
+		if fork.certain {
+			lw.conf = Medium
+		}
+		return lw, true
+	case !a.Snap.Evidence.Lineage && len(p.Threads) == 1:
+		if d, f, ok := driverInStack(t.Stack); ok {
+			lw.id, lw.driver, lw.driverFrame = "fork-after-accelerator-init", d, f
+			return lw, true
+		}
+	}
+	for i := range a.rules {
+		r := &a.rules[i]
+		for _, base := range r.Base {
+			fork := base == "fork-inherited-lock" || base == "fork-after-accelerator-init"
+			if base != "self-deadlock" && !fork || fork && a.Snap.Evidence.Lineage {
+				continue
+			}
+			d := Diagnosis{ID: base, Pids: []int{p.Pid}, Tids: []int{t.Tid}}
+			if _, ok := r.match(a, &d); ok {
+				lw.id, lw.rule = base, r
+				return lw, true
+			}
+		}
+	}
+	return lw, true
+}
+
+// driverInStack finds the innermost frame of an accelerator driver, by
+// its module or, for a frame without one, by the driver's API names.
+func driverInStack(st []stacks.Frame) (accelDriver, stacks.Frame, bool) {
+	for _, f := range st {
+		if f.Module != "" {
+			if d, ok := driverOf(f.Module); ok {
+				return d, f, true
+			}
+			continue
+		}
+		for _, d := range accelDrivers {
+			if d.api != nil && f.Func != "" && d.api.MatchString(f.Func) {
+				return d, f, true
+			}
+		}
+	}
+	return accelDriver{}, stacks.Frame{}, false
+}
+
+// loneWaiterDiagnosis says a lone waiter's verdict.
+func (a *Analysis) loneWaiterDiagnosis(lw loneWaiter) Diagnosis {
+	p, t := lw.ref.Proc, lw.ref.Thread
+	lock := waitLockName(t)
+	site := waitSite(t)
+	only := "every other thread of the process waits too (for a lock or a join) and none runs"
+	if len(p.Threads) == 1 {
+		only = fmt.Sprintf("it is the only thread of process %d", p.Pid)
+	}
+	d := Diagnosis{
+		Deadlock:   true,
+		Confidence: lw.conf,
+		Evidence:   []string{stackLine(t)},
+	}
+	d.Pids, d.Tids = orderRefs(lw.ref)
+	waits := fmt.Sprintf("%s waits for %s in %s; no owner was recorded", threadLabel(t), lock, site)
+	switch lw.id {
+	case "fork-inherited-lock":
+		d.Refs = forkRefs
+		if lw.fork.ok {
+			d.Summary = fmt.Sprintf("process %d is a forked child by its frames (its only thread is inside `%s`): %s waits for %s in %s that no thread of the child can release; a lock a parent thread held at fork() stays locked in the child",
+				p.Pid, lw.fork.frame, threadLabel(t), lock, site)
+			how := fmt.Sprintf("the stack goes through `%s`", lw.fork.frame)
+			if lw.fork.certain {
+				how += fmt.Sprintf(" and `%s`, which runs only in the child", lw.fork.marker)
+			} else {
+				how += ", which a child inherits from the call that forked it"
+			}
+			d.Chain = []string{how, waits, only,
+				"the lock was copied locked by fork(): its holder was a thread of the parent, which does not exist in the child"}
+			d.Evidence = append(d.Evidence, "no lineage was read: the fork is inferred from the frames")
+		} else {
+			d.Summary = fmt.Sprintf("%s waits for %s in %s that no thread of process %d can release; its frames match a known bug of a lock held across fork(), so process %d is most likely a forked child and the holder a thread of its parent",
+				threadLabel(t), lock, site, p.Pid, p.Pid)
+			d.Chain = []string{waits, only,
+				fmt.Sprintf("the frames match known issue `%s` (%s): a lock held by a thread of the parent when it forked", lw.rule.ID, lw.rule.Title),
+				"so the holder is most likely a thread of the parent at fork(), which does not exist in the child (or the waiter itself, or a thread that exited)"}
+		}
+	case "fork-after-accelerator-init":
+		d.Refs = []string{
+			"https://man7.org/linux/man-pages/man2/fork.2.html",
+			"https://docs.python.org/3/library/multiprocessing.html#contexts-and-start-methods",
+		}
+		in := lw.driverFrame.Name()
+		d.Summary = fmt.Sprintf("%s, the only thread of process %d, is stuck in the %s driver (`%s`) waiting for %s: a process that initialised the driver runs the driver's own threads and this one has none, so it is most likely a child forked after its parent initialised the driver",
+			threadLabel(t), p.Pid, lw.driver.family, in, lock)
+		d.Chain = []string{
+			fmt.Sprintf("%s calls into the %s driver: `%s`", threadLabel(t), lw.driver.family, in),
+			waits, only,
+			"a driver that was initialised in this process would have its threads (and the lock's holder) here; fork() copies the driver's memory and locks but not its threads",
+		}
+		d.Evidence = append(d.Evidence, fmt.Sprintf("`%s` recognised as a %s frame by its %s", in, lw.driver.family, map[bool]string{true: "module", false: "name"}[lw.driverFrame.Module != ""]),
+			"no lineage and no mapped modules were read: the fork is inferred from the missing driver threads")
+	default:
+		d.Refs = selfDeadlockRefs
+		d.Summary = fmt.Sprintf("%s waits for %s in %s that no other thread of process %d can release: it most likely holds it already",
+			threadLabel(t), lock, site, p.Pid)
+		d.Chain = []string{waits, only,
+			"so the holder is the waiter itself, taking the lock a second time, or a thread that exited holding it, or (in a forked child) a thread of the parent at fork()"}
+		if lw.rule != nil {
+			d.Chain = append(d.Chain, fmt.Sprintf("the frames match known issue `%s`, in which the thread re-locks a lock it holds", lw.rule.ID))
+		} else {
+			d.Summary += " (or its holder exited, or the process is a forked child)"
+		}
+	}
+	d.Evidence = append(d.Evidence, "no mutex owner was read: the verdict rests on frame names and thread states")
+	return d
+}
+
+// --- what a snapshot lacks ----------------------------------------------
+
+// evidenceNeeds says which facts a signature's verdict rests on, when
+// a live attach reads them.
+var evidenceNeeds = map[string][]string{
+	"self-deadlock":               {"owners"},
+	"fork-inherited-lock":         {"owners", "lineage"},
+	"orphaned-lock":               {"owners"},
+	"lock-order-cycle":            {"owners"},
+	"signal-handler-reentry":      {"owners"},
+	"loader-lock":                 {"owners"},
+	"gil-deadlock":                {"owners"},
+	"lost-wakeup":                 {"cpu"},
+	"fork-after-accelerator-init": {"lineage"},
+	"spin-wait-starved":           {"cpu"},
+	"collective-straggler":        {"cpu"},
+}
+
+var evidenceWords = map[string]string{
+	"owners":  "no mutex owner",
+	"lineage": "no process lineage",
+	"cpu":     "no CPU figures",
+}
+
+// noteAbsentEvidence adds to each deadlock claim the facts its verdict
+// rests on that the snapshot lacks ("no mutex owner in a gdb dump"), with
+// the way to get them, and keeps such a claim from high confidence.
+func noteAbsentEvidence(a *Analysis, ds []Diagnosis) {
+	e := a.Snap.Evidence
+	have := map[string]bool{"owners": e.Owners, "lineage": e.Lineage, "cpu": e.CPU}
+	for i := range ds {
+		d := &ds[i]
+		if !d.Deadlock {
+			continue
+		}
+		var missing []string
+		for _, need := range evidenceNeeds[d.ID] {
+			if !have[need] {
+				missing = append(missing, evidenceWords[need])
+			}
+		}
+		if len(missing) == 0 {
+			continue
+		}
+		if d.Confidence == High {
+			d.Confidence = Medium
+		}
+		line := fmt.Sprintf("%s in %s", joinStrings(missing), sourceText(a.Snap.Source))
+		if a.Snap.Source != "attach" {
+			cmd := "hangdoc attach"
+			if len(d.Pids) > 0 && d.Pids[0] > 0 {
+				cmd = fmt.Sprintf("hangdoc attach %d", d.Pids[0])
+			}
+			line += fmt.Sprintf("; run `%s` on the live process for certainty", cmd)
+		}
+		d.Evidence = append(d.Evidence, line)
+	}
+}
+
+// sourceText names where a snapshot came from, for "no mutex owner in …".
+func sourceText(source string) string {
+	switch source {
+	case "":
+		return "this snapshot"
+	case "attach":
+		return "this attach (they could not be read)"
+	case "core":
+		return "this core file"
+	case "merged":
+		return "these inputs"
+	case "gdb", "lldb", "eu-stack", "pstack", "py-spy":
+		return "a " + source + " dump"
+	}
+	return "a " + filepath.Base(source) + " dump"
+}
