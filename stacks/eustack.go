@@ -1,0 +1,525 @@
+package stacks
+
+import (
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// ParseEUStack reads the output of elfutils' eu-stack (`eu-stack -p PID`,
+// `eu-stack --core FILE`) into a snapshot, one process per `PID N - …`
+// header, one thread per `TID N:` line.
+//
+// It understands every output option: `-a` (the activation column, "- 1"
+// on frames whose PC is a return address), `-m` (" - MODULE" after the
+// symbol), `-s` (the source line on the next line, indented),
+// `-i`/`-d`/`-v` (DWARF names and inlined frames, which repeat the PC of
+// the frame they are inlined into), `-b` (build id, module start and PC
+// offset on a line of their own), `-l` (the module map, which fills
+// Process.Modules: path, address range and build id; eu-stack does not
+// print the load bias, left 0), `-q` (no symbols), `-r` (mangled names,
+// demangled here) and `-1` (no PID line). Its stderr messages ("tid N: shown max
+// number of frames", "dwfl_thread_getframes tid N …: …") become notes.
+//
+// eu-stack prints no thread names and no arguments. Frame.Func is the
+// symbol as eu-stack printed it: an ELF symbol by default
+// ("__pthread_mutex_lock@GLIBC_2.2.5", "std::mutex::lock()"), the DWARF
+// name with -d, -i or -v ("___pthread_mutex_lock"). Frame.Offset, when -b
+// shows it, is the PC relative to the start of its module (the load bias
+// for shared objects and position-independent executables).
+//
+// Inlined frames can be told only when the dump has them (-i, -v): a
+// frame whose PC is the next frame's is inlined into it. A dump where no
+// two frames in a row share a PC under different names was taken without
+// -i, and there frames in a row with one PC are recursion.
+//
+// Like ParseGDB, it returns what it understood and the line ranges it did
+// not; the error is non-nil only when nothing could be read, or when
+// reading r failed.
+func ParseEUStack(r io.Reader) (*Snapshot, []Skipped, error) {
+	p := &euParser{}
+	readErr := scanTextLines(r, func(l textLine) error {
+		p.line(l)
+		return nil
+	})
+	snap, err := p.finish()
+	if err != nil {
+		if readErr != nil {
+			return nil, p.skipped, readErr
+		}
+		return nil, p.skipped, err
+	}
+	return snap, p.skipped, readErr
+}
+
+type euProc struct {
+	p       *Process
+	threads []*euThread
+	byTid   map[int]*euThread
+}
+
+type euThread struct {
+	t      *Thread
+	lastNo int
+}
+
+type euParser struct {
+	procs   []*euProc
+	byPid   map[int]*euProc
+	proc    *euProc
+	cur     *euThread
+	frame   *Frame // the last frame read, for its source and build-id lines
+	fIndent int    // the indentation of its line
+	module  *Module
+	modLine int // lines read under a module of the module map
+	inMap   bool
+	skipped []Skipped
+	lastSkp int // index+1 in skipped of the range that may still grow, 0 when none
+	prevNo  int // the last non-blank line before the current one
+	lastNo  int // the last non-blank line
+	notes   map[*Process]map[string]bool
+
+	firstText int
+}
+
+var (
+	euPidRE     = regexp.MustCompile(`^PID (\d+) - (.+)$`)
+	euTidRE     = regexp.MustCompile(`^TID (\d+):$`)
+	euModuleRE  = regexp.MustCompile(`^0x([0-9a-fA-F]+)-0x([0-9a-fA-F]+) (.+)$`)
+	euBuildIDRE = regexp.MustCompile(`^\[([0-9a-fA-F]+)\]@0x([0-9a-fA-F]+)\+0x([0-9a-fA-F]+)$`)
+	euIDRE      = regexp.MustCompile(`^\[([0-9a-fA-F]+)\]$`)
+	euSourceRE  = regexp.MustCompile(`^\S+:\d+(?::\d+)?$`)
+	euMsgTidRE  = regexp.MustCompile(`\btid (\d+)\b`)
+	euBareMsgRE = regexp.MustCompile(`^tid \d+: `)
+	euCommandRE = regexp.MustCompile(`^[$#] +(?:sudo +)?(?:\S*/)?eu-stack(?: |$)`)
+)
+
+func (p *euParser) line(l textLine) {
+	if l.text == "" {
+		return
+	}
+	if p.firstText == 0 {
+		p.firstText = l.no
+	}
+	p.prevNo, p.lastNo = p.lastNo, l.no
+	t := l.text
+	if strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~") {
+		return
+	}
+	if t[0] == '#' && p.frameLine(l) {
+		return
+	}
+	if p.meta(l) {
+		return
+	}
+	if p.inMap && p.mapLine(l) {
+		return
+	}
+	if p.frame != nil && p.frameDetail(l) {
+		return
+	}
+	p.frame = nil
+	p.skip(l.no, "not a stack")
+}
+
+// meta reads headers and eu-stack's messages.
+func (p *euParser) meta(l textLine) bool {
+	t := l.text
+	if strings.HasPrefix(t, "PID ") {
+		if m := euPidRE.FindStringSubmatch(t); m != nil {
+			pid, err := strconv.Atoi(m[1])
+			if err != nil {
+				return false
+			}
+			p.switchProc(pid)
+			p.inMap = strings.HasSuffix(m[2], "module memory map")
+			p.module = nil
+			p.cur, p.frame = nil, nil
+			p.lastSkp = 0
+			return true
+		}
+	}
+	if strings.HasPrefix(t, "TID ") {
+		if m := euTidRE.FindStringSubmatch(t); m != nil {
+			tid, err := strconv.Atoi(m[1])
+			if err != nil || tid <= 0 {
+				return false
+			}
+			p.thread(tid, true)
+			p.inMap = false
+			p.frame = nil
+			p.lastSkp = 0
+			return true
+		}
+	}
+	if euCommandRE.MatchString(t) {
+		return true // the command line, as a shell echoed it
+	}
+	msg, ok := strings.CutPrefix(t, "eu-stack: ")
+	if !ok && euBareMsgRE.MatchString(t) {
+		msg, ok = t, true // "tid N: …" without the program's name
+	}
+	if ok {
+		p.frame = nil
+		if m := euMsgTidRE.FindStringSubmatch(msg); m != nil {
+			if tid, err := strconv.Atoi(m[1]); err == nil && tid > 0 {
+				et := p.thread(tid, false)
+				p.threadNote(et, "eu-stack: "+strings.TrimPrefix(msg, "tid "+m[1]+": "))
+				return true
+			}
+		}
+		p.note("eu-stack: " + msg)
+		return true
+	}
+	return false
+}
+
+func (p *euParser) switchProc(pid int) {
+	if pr := p.byPid[pid]; pr != nil {
+		p.proc = pr
+		return
+	}
+	if p.proc != nil && p.proc.p.Pid == 0 {
+		p.proc.p.Pid = pid // threads read before (eu-stack -1 prints no PID line)
+		p.byPid[pid] = p.proc
+		return
+	}
+	p.newProc(pid)
+}
+
+func (p *euParser) newProc(pid int) *euProc {
+	pr := &euProc{p: &Process{Pid: pid}, byTid: map[int]*euThread{}}
+	p.procs = append(p.procs, pr)
+	p.proc = pr
+	if p.byPid == nil {
+		p.byPid = map[int]*euProc{}
+	}
+	if pid != 0 {
+		p.byPid[pid] = pr
+	}
+	return pr
+}
+
+func (p *euParser) process() *euProc {
+	if p.proc == nil {
+		p.newProc(0)
+	}
+	return p.proc
+}
+
+// thread returns the thread tid of the current process; header says a
+// "TID N:" line starts it (again).
+func (p *euParser) thread(tid int, header bool) *euThread {
+	pr := p.process()
+	et := pr.byTid[tid]
+	if et == nil {
+		et = &euThread{t: &Thread{Tid: tid}, lastNo: -1}
+		pr.byTid[tid] = et
+		pr.threads = append(pr.threads, et)
+	} else if header && len(et.t.Stack) > 0 {
+		// listed again: the latest listing replaces the earlier one
+		et.t.Stack, et.t.Notes, et.lastNo = nil, nil, -1
+	}
+	if header {
+		p.cur = et
+	}
+	return et
+}
+
+// frameLine reads "#N  0xPC[ - 1] [SYMBOL][ - MODULE]".
+func (p *euParser) frameLine(l textLine) bool {
+	num, ok := frameNumber(l.text)
+	if !ok {
+		return false
+	}
+	body := strings.TrimLeft(l.text[1+len(num):], " \t")
+	if !strings.HasPrefix(body, "0x") {
+		return false
+	}
+	n, err := strconv.Atoi(num)
+	if err != nil || n > 1<<20 {
+		p.skip(l.no, "frame number out of range")
+		return true
+	}
+	f, complete := parseEUFrame(body)
+	if strings.HasPrefix(f.Func, "in ") {
+		// gdb's "#0  0x… in f ()": not eu-stack's
+		p.frame = nil
+		p.skip(l.no, "not an eu-stack frame")
+		return true
+	}
+	et := p.cur
+	switch {
+	case et == nil:
+		et = p.implicitThread()
+	case n <= et.lastNo:
+		et = p.implicitThread()
+	}
+	if n > et.lastNo+1 {
+		if n == et.lastNo+2 {
+			p.threadNote(et, fmt.Sprintf("frame #%d not in the dump", et.lastNo+1))
+		} else {
+			p.threadNote(et, fmt.Sprintf("frames #%d–#%d not in the dump", et.lastNo+1, n-1))
+		}
+	}
+	et.lastNo = n
+	if !complete || l.cut {
+		p.threadNote(et, fmt.Sprintf("line %d: frame #%d cut mid-way; its function name may be partial", l.no, n))
+	}
+	et.t.Stack = append(et.t.Stack, f)
+	p.frame = &et.t.Stack[len(et.t.Stack)-1]
+	p.fIndent = l.indent
+	p.inMap = false
+	p.lastSkp = 0
+	return true
+}
+
+// implicitThread holds frames without a "TID N:" line before them.
+func (p *euParser) implicitThread() *euThread {
+	pr := p.process()
+	et := &euThread{t: &Thread{}, lastNo: -1}
+	pr.threads = append(pr.threads, et)
+	p.cur = et
+	return et
+}
+
+// parseEUFrame reads what follows "#N  ". complete is false when the line
+// was cut inside the address.
+func parseEUFrame(body string) (f Frame, complete bool) {
+	end := 2
+	for end < len(body) && isHex(body[end]) {
+		end++
+	}
+	pc, err := strconv.ParseUint(body[2:end], 16, 64)
+	rest := body[end:]
+	if rest == "" && end-2 != 16 && end-2 != 8 {
+		return f, false // cut inside the address: it may be partial
+	}
+	if err == nil {
+		f.PC = pc
+	}
+	if rest == "" {
+		return f, err == nil
+	}
+	if rest[0] != ' ' {
+		return Frame{}, false
+	}
+	// the activation column (-a): "- 1" or four blanks
+	if strings.HasPrefix(rest, " - 1") && (len(rest) == 4 || rest[4] == ' ') {
+		rest = rest[4:]
+	}
+	rest = strings.TrimSpace(rest)
+	sym := rest
+	if i := strings.LastIndex(" "+rest, " - "); i >= 0 {
+		// " - MODULE" (-m): the module is a path, "[vdso: N]" or a name
+		mod := rest[i+2:]
+		if i == 0 {
+			mod = rest[2:]
+		}
+		if mod != "" && (mod[0] == '/' || mod[0] == '[' || !strings.ContainsRune(mod, ' ')) {
+			f.Module = mod
+			if i == 0 {
+				sym = ""
+			} else {
+				sym = strings.TrimSpace(rest[:i-1])
+			}
+		}
+	}
+	if strings.HasPrefix(sym, "_Z") || strings.HasPrefix(sym, "_R") {
+		sym = Demangle(sym)
+	}
+	if sym == "??" {
+		sym = ""
+	}
+	f.Func = sym
+	if lldbSignalFuncs[noSymbolVersion(sym)] {
+		f.Signal = true
+	}
+	return f, true
+}
+
+// noSymbolVersion drops a symbol version ("@GLIBC_2.2.5", "@@…").
+func noSymbolVersion(s string) string {
+	if i := strings.IndexByte(s, '@'); i > 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// frameDetail reads the lines eu-stack prints under a frame: its build
+// id, module start and offset (-b), and its source line (-s).
+func (p *euParser) frameDetail(l textLine) bool {
+	t := l.text
+	if t[0] == '[' {
+		if m := euBuildIDRE.FindStringSubmatch(t); m != nil {
+			start, err := strconv.ParseUint(m[2], 16, 64)
+			if err == nil && p.frame.PC >= start {
+				p.frame.Offset = p.frame.PC - start
+			}
+			return true
+		}
+	}
+	if l.indent > p.fIndent || euSourceRE.MatchString(t) {
+		file, line := t, 0
+		if c := strings.LastIndexByte(t, ':'); c > 0 && allDigits(t[c+1:]) {
+			file, line = t[:c], atoiOr0(t[c+1:])
+			if c2 := strings.LastIndexByte(file, ':'); c2 > 0 && allDigits(file[c2+1:]) {
+				file, line = file[:c2], atoiOr0(file[c2+1:])
+			}
+		}
+		if p.frame.File == "" {
+			p.frame.File, p.frame.Line = file, line
+		}
+		return true
+	}
+	return false
+}
+
+func atoiOr0(s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}
+
+// mapLine reads the module map of -l: "0xSTART-0xEND NAME", then, each
+// indented, "[BUILD-ID]", the ELF file ("-" when none) and the debug
+// file.
+func (p *euParser) mapLine(l textLine) bool {
+	t := l.text
+	if strings.HasPrefix(t, "0x") {
+		if m := euModuleRE.FindStringSubmatch(t); m != nil {
+			start, err1 := strconv.ParseUint(m[1], 16, 64)
+			end, err2 := strconv.ParseUint(m[2], 16, 64)
+			if err1 != nil || err2 != nil {
+				return false
+			}
+			pr := p.process().p
+			if len(pr.Modules) >= 1<<16 {
+				return true
+			}
+			pr.Modules = append(pr.Modules, Module{Path: m[3], Start: start, End: end})
+			p.module = &pr.Modules[len(pr.Modules)-1]
+			p.modLine = 0
+			return true
+		}
+	}
+	if p.module == nil {
+		return false
+	}
+	if m := euIDRE.FindStringSubmatch(t); m != nil && p.modLine == 0 {
+		p.module.BuildID = strings.ToLower(m[1])
+		return true
+	}
+	if l.indent < 2 && !strings.HasPrefix(t, "/") && t != "-" {
+		return false
+	}
+	p.modLine++
+	if p.modLine == 1 && t != "-" {
+		p.module.Path = t // the ELF file; the header has its base name only
+	}
+	return p.modLine <= 2
+}
+
+func (p *euParser) note(n string) {
+	pr := p.process().p
+	if p.notes == nil {
+		p.notes = map[*Process]map[string]bool{}
+	}
+	seen := p.notes[pr]
+	if seen == nil {
+		seen = map[string]bool{}
+		p.notes[pr] = seen
+	}
+	n = clipNote(n)
+	if seen[n] || len(seen) >= 50 {
+		return
+	}
+	seen[n] = true
+	pr.Notes = append(pr.Notes, n)
+}
+
+func (p *euParser) threadNote(et *euThread, n string) {
+	n = clipNote(n)
+	for _, have := range et.t.Notes {
+		if have == n {
+			return
+		}
+	}
+	if len(et.t.Notes) < 20 {
+		et.t.Notes = append(et.t.Notes, n)
+	}
+}
+
+// skip records that line no was not understood; a range grows over
+// blank lines.
+func (p *euParser) skip(no int, why string) {
+	if p.lastSkp > 0 {
+		s := &p.skipped[p.lastSkp-1]
+		if s.Why == why && s.To == p.prevNo {
+			s.To = no
+			return
+		}
+	}
+	p.skipped = append(p.skipped, Skipped{From: no, To: no, Why: why})
+	p.lastSkp = len(p.skipped)
+}
+
+func (p *euParser) finish() (*Snapshot, error) {
+	// -i evidence: two frames in a row at one PC under different names
+	inlines := false
+	for _, pr := range p.procs {
+		for _, et := range pr.threads {
+			st := et.t.Stack
+			for i := 0; i+1 < len(st) && !inlines; i++ {
+				if st[i].PC != 0 && st[i].PC == st[i+1].PC && st[i].Func != st[i+1].Func {
+					inlines = true
+				}
+			}
+		}
+	}
+	snap := &Snapshot{Schema: Schema, Source: "eu-stack", Samples: 1}
+	for _, pr := range p.procs {
+		for _, et := range pr.threads {
+			st := et.t.Stack
+			if inlines {
+				for i := 0; i+1 < len(st); i++ {
+					if st[i].PC != 0 && st[i].PC == st[i+1].PC && !st[i].Signal && !st[i+1].Signal {
+						st[i].Inlined = true
+					}
+				}
+			}
+			for _, f := range st {
+				if f.Func == "_start" && f.Module != "" && pr.p.Exe == "" && et.t.Tid == pr.p.Pid {
+					pr.p.Exe = f.Module
+				}
+			}
+			if len(st) == 0 {
+				p.threadNote(et, "no frames in the dump")
+				et.t.Stack = []Frame{}
+			}
+			pr.p.Threads = append(pr.p.Threads, et.t)
+		}
+		if len(pr.p.Threads) > 0 {
+			snap.Processes = append(snap.Processes, pr.p)
+		}
+	}
+	if len(snap.Processes) == 0 {
+		return nil, p.emptyError()
+	}
+	return snap, nil
+}
+
+func (p *euParser) emptyError() error {
+	if p.firstText == 0 {
+		return &LineError{Msg: "empty input: no eu-stack output"}
+	}
+	line := p.firstText
+	if len(p.skipped) > 0 {
+		line = p.skipped[0].From
+	}
+	return &LineError{Line: line, Msg: `not eu-stack output: no thread ("TID 1234:") or frame ("#0  0x…")`}
+}
