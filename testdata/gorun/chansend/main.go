@@ -1,0 +1,65 @@
+// Patient: a channel send with no receiver. fetch() sends its result on
+// an unbuffered channel; the caller gave up after a timeout and returned,
+// so the sender waits forever. main goes on polling (its sleep keeps the
+// runtime's deadlock detector quiet).
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"runtime/pprof"
+	"time"
+)
+
+type result struct {
+	body string
+	err  error
+}
+
+func fetch(url string, out chan<- result) {
+	time.Sleep(50 * time.Millisecond) // slower than the caller's patience
+	out <- result{body: "<html>" + url}
+}
+
+func get(url string) (string, error) {
+	out := make(chan result)
+	go fetch(url, out)
+	select {
+	case r := <-out:
+		return r.body, r.err
+	case <-time.After(10 * time.Millisecond):
+		return "", errors.New("timeout")
+	}
+}
+
+func main() {
+	if _, err := get("http://example.invalid/"); err == nil {
+		panic("no timeout")
+	}
+	time.Sleep(200 * time.Millisecond)
+	runtime.GC()
+	fmt.Println("stuck")
+	selfDump()
+	for {
+		time.Sleep(500 * time.Millisecond)
+		runtime.GC()
+	}
+}
+
+func selfDump() {
+	switch os.Getenv("HANGDOC_DUMP") {
+	case "pprof":
+		pprof.Lookup("goroutine").WriteTo(os.Stdout, 2)
+	case "stack":
+		buf := make([]byte, 1<<20)
+		os.Stdout.Write(buf[:runtime.Stack(buf, true)])
+	case "debug":
+		os.Stdout.Write(debug.Stack())
+	default:
+		return
+	}
+	os.Exit(0)
+}

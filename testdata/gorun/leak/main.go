@@ -1,0 +1,68 @@
+// Patient: a goroutine leak. The server starts one goroutine per request
+// that waits for a reply nobody sends (the client went away): after 1,000
+// requests, 1,000 goroutines are parked at one select. The server's loop
+// keeps running, so this is not a deadlock; it is a leak.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"runtime/pprof"
+	"time"
+)
+
+type request struct {
+	id    int
+	reply chan string
+}
+
+type server struct {
+	ctx context.Context
+}
+
+func (s *server) handle(r *request) {
+	go func() {
+		select {
+		case msg := <-r.reply:
+			_ = msg
+		case <-s.ctx.Done():
+		}
+	}()
+}
+
+func (s *server) serve(n int) {
+	for i := 0; i < n; i++ {
+		s.handle(&request{id: i, reply: make(chan string)})
+	}
+}
+
+func main() {
+	s := &server{ctx: context.Background()}
+	s.serve(1000)
+	time.Sleep(200 * time.Millisecond)
+	runtime.GC()
+	fmt.Println("stuck")
+	selfDump()
+	for {
+		time.Sleep(500 * time.Millisecond)
+		runtime.GC()
+	}
+}
+
+func selfDump() {
+	switch os.Getenv("HANGDOC_DUMP") {
+	case "pprof":
+		pprof.Lookup("goroutine").WriteTo(os.Stdout, 2)
+	case "stack":
+		buf := make([]byte, 64<<20)
+		os.Stdout.Write(buf[:runtime.Stack(buf, true)])
+	case "debug":
+		os.Stdout.Write(debug.Stack())
+	default:
+		return
+	}
+	os.Exit(0)
+}
