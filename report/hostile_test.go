@@ -250,7 +250,7 @@ func TestMarkdownEscapes(t *testing.T) {
 	md := b.String()
 	for _, want := range []string{
 		"**sleeping** (high confidence): \\- 1. &lt;b&gt;x&lt;/b&gt; \\*y\\* a\\_b \\[c\\](d) \\| e \\~f\\~ \\#3 \\\\\n",
-		"<details><summary>1 thread: 2 a&#96;b — S, running</summary>\n\n````\n  #0  f```g\n````\n\n</details>\n",
+		"<details><summary>1 thread: 2 a&#96;b — S</summary>\n\n````\n  #0  f```g\n````\n\n</details>\n",
 		"Reported by hangdoc v1 with ```hangdoc `x` ``y```\n",
 		// backtick pairs are code spans, an unpaired one text
 		"- thread 2 `a`b` waits for `x&lt;y&gt;` `\\`\n",

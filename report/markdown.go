@@ -168,7 +168,7 @@ func writeMarkdownGroup(ew *errWriter, g stacks.Group) {
 		names = append(names, n)
 	}
 	state := t0.State
-	if wt := waitText(t0.Wait); wt != "" {
+	if wt := waitText(t0); wt != "" {
 		state += ", " + wt
 	}
 	summary := fmt.Sprintf("%s: %s — %s", plural(len(g.Threads), "thread"), strings.Join(names, ", "), state)

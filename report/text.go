@@ -98,7 +98,7 @@ func writeGroup(ew *errWriter, p palette, g stacks.Group, width int) {
 	}
 	head := plural(len(g.Threads), "thread")
 	ew.printf("%s  %s  %.0f%% CPU", p.head.Sprint(head), t0.State, cpu/float64(len(g.Threads)))
-	if wt := waitText(t0.Wait); wt != "" {
+	if wt := waitText(t0); wt != "" {
 		ew.printf("  %s", wt)
 	}
 	ew.printf("\n  %s\n", p.dim.Sprint(threadList(g.Threads, 8)))
@@ -264,10 +264,18 @@ func threadList(ts []*stacks.Thread, n int) string {
 }
 
 // waitText says what a thread waits on in a few words.
-func waitText(w *stacks.Wait) string {
+func waitText(t *stacks.Thread) string {
+	w := t.Wait
 	switch {
-	case w == nil:
+	case t.Goroutine != nil:
+		if t.Goroutine.WaitMinutes > 0 {
+			return fmt.Sprintf("%s, %d minutes or more", t.Goroutine.Status, t.Goroutine.WaitMinutes)
+		}
+		return t.Goroutine.Status
+	case w == nil && t.State == "R":
 		return "running"
+	case w == nil:
+		return "" // a dump that does not say
 	case w.Syscall == "futex":
 		return fmt.Sprintf("futex %s %#x", w.Op, w.Addr)
 	case w.Fd != 0 || w.Syscall == "read" || w.Syscall == "write":
