@@ -12,8 +12,9 @@ import (
 	"github.com/hangdoc/hangdoc/internal/patient"
 )
 
-// startTree starts sh -c script in its own process group, killed and
-// reaped when the test ends.
+// startTree starts sh -c script in its own process group. When the
+// test ends, the tree is killed (processes that left the group too,
+// leaves first) and the shell reaped.
 func startTree(t *testing.T, script string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command("sh", "-c", script)
@@ -22,6 +23,10 @@ func startTree(t *testing.T, script string) *exec.Cmd {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		tree := Descendants(cmd.Process.Pid)
+		for i := len(tree) - 1; i > 0; i-- {
+			syscall.Kill(tree[i], syscall.SIGKILL)
+		}
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		cmd.Wait()
 	})

@@ -2,6 +2,7 @@ package heuristics
 
 import (
 	"sort"
+	"strings"
 
 	"github.com/hangdoc/hangdoc/stacks"
 )
@@ -59,7 +60,7 @@ func Diagnose(snap *stacks.Snapshot, opts Options) []Diagnosis {
 				d.Title = s.Title
 			}
 			if d.Fix == "" {
-				d.Fix = s.Fix
+				d.Fix = strings.Join(strings.Fields(s.Fix), " ") // the catalogue wraps its prose; a fix is one line
 			}
 			out = append(out, d)
 		}

@@ -30,7 +30,7 @@ func (o *reportOptions) addFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&o.format, "format", "text", "output format: text, json, markdown (for bug trackers) or dot (the wait-for graph for Graphviz)")
 	f.StringVar(&o.color, "color", "auto", "color: auto, always or never (NO_COLOR is honoured)")
-	f.StringVar(&o.rules, "rules", "", "a JSON file of known-issue rules to add to the built-in ones (see `hangdoc signatures`)")
+	f.StringVar(&o.rules, "rules", "", "a JSON file of known-issue rules to add to the built-in ones (listed by hangdoc signatures)")
 	cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions(formats, cobra.ShellCompDirectiveNoFileComp))
 	cmd.RegisterFlagCompletionFunc("color", cobra.FixedCompletions([]string{"auto", "always", "never"}, cobra.ShellCompDirectiveNoFileComp))
 }

@@ -1,0 +1,664 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"os/signal"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/hangdoc/hangdoc/attach"
+	"github.com/hangdoc/hangdoc/heuristics"
+	"github.com/hangdoc/hangdoc/report"
+	"github.com/hangdoc/hangdoc/stacks"
+)
+
+// Exit codes of `hangdoc run`, beside exitHang, exitUsage and
+// exitAnalysis; a command that finishes in time passes its own on.
+const (
+	exitTimeout  = 124 // the command outlived --timeout and nothing was named (as timeout(1))
+	exitCannot   = 126 // the command was found but could not be started (as shells)
+	exitNotFound = 127 // no such command (as shells)
+	exitSignal   = 128 // + N: ended by signal N (as shells)
+)
+
+// killTimeout bounds the wait for the killed tree to be gone: a process
+// in uninterruptible sleep (D) dies only when its I/O ends.
+const killTimeout = 5 * time.Second
+
+// adoptOrphans makes `hangdoc run` the child subreaper of the command's
+// tree (prctl PR_SET_CHILD_SUBREAPER): a process whose parent exits
+// (a daemon that double-forks) is re-parented to hangdoc, not to init,
+// so it is still found, diagnosed and killed, and hangdoc reaps it.
+// Tests that run the command in-process turn it off: the test binary has
+// children of its own.
+var adoptOrphans = true
+
+type runOptions struct {
+	argv     []string
+	timeout  time.Duration
+	report   string
+	samples  int
+	interval time.Duration
+	reportOptions
+	adopt   bool
+	cmdLine string // hangdoc's own command line, for the Markdown report
+}
+
+func newRunCmd(ios *ioStreams) *cobra.Command {
+	opts := &runOptions{}
+	cmd := &cobra.Command{
+		Use:   "run [flags] [--] CMD [ARG...]",
+		Short: "Run a command; if it hangs, say why, then kill it",
+		Long: `run starts CMD with hangdoc's stdin, stdout and stderr, in a process group
+of its own, and waits for it. If CMD finishes in time, hangdoc prints
+nothing and exits with CMD's exit code (128+N when signal N ended it, as
+shells do).
+
+If CMD outlives --timeout, or hangdoc receives SIGTERM or SIGINT (what CI
+runners send when a job times out or is cancelled; Ctrl-C at a
+terminal), hangdoc samples every process of CMD's tree without harming
+it and writes the report as text to stderr, to --report FILE in
+--format, and, when GITHUB_STEP_SUMMARY is set, as Markdown at the end
+of that file. Nothing is sent to the tree before it is diagnosed. Then
+hangdoc kills the whole tree with SIGKILL: CMD's process group and every
+process below CMD, also those that left the group, and daemons that
+double-forked (hangdoc is the tree's subreaper). A second SIGTERM or
+SIGINT while sampling cuts it short: the report shows what was read.
+
+CMD runs in the background of the terminal: Ctrl-C reaches hangdoc,
+which diagnoses before it kills; a CMD that reads the terminal stops.
+Sampling needs ptrace permission over the tree: root, CAP_SYS_PTRACE,
+or kernel.yama.ptrace_scope<=1 (CMD is hangdoc's descendant).
+
+Exit codes:
+  CMD's code  CMD finished in time (128+N: signal N ended it)
+  1           CMD was diagnosed and a hang was named
+  124         CMD outlived --timeout and nothing looks hung
+  128+N       hangdoc got signal N (130 SIGINT, 143 SIGTERM) and nothing
+              looks hung
+  2           usage error; CMD was not run
+  3           CMD's tree could not be analysed (ptrace refused, …); it
+              is killed all the same
+  126, 127    CMD could not be started, or was not found`,
+		Example: `  hangdoc run --timeout 20m -- go test ./...
+  hangdoc run --timeout 15m --report hang.json --format json -- pytest -x tests/`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageError{errors.New("run needs a command: hangdoc run [flags] -- CMD [ARG...] (see `hangdoc run --help`)")}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.argv = args
+			opts.adopt = adoptOrphans
+			opts.cmdLine = commandLine(os.Args)
+			return runRun(cmd.Context(), opts, ios)
+		},
+	}
+	f := cmd.Flags()
+	// Flags end at CMD: in `hangdoc run make -j8`, -j8 is make's.
+	f.SetInterspersed(false)
+	f.DurationVar(&opts.timeout, "timeout", 0, "diagnose and kill CMD when it runs longer than this (e.g. 20m; 0: wait for ever)")
+	f.StringVar(&opts.report, "report", "", "also write the report to `FILE`, in --format")
+	f.IntVar(&opts.samples, "samples", 3, "how many times to sample every thread")
+	f.DurationVar(&opts.interval, "interval", 500*time.Millisecond, "time between samples")
+	opts.addFlags(cmd)
+	if fl := f.Lookup("format"); fl != nil {
+		fl.Usage = "format of --report FILE: text, json, markdown or dot (stderr always gets text)"
+	}
+	return cmd
+}
+
+// runFormats are the formats --report FILE can be written in.
+var runFormats = []string{"text", "json", "markdown", "dot"}
+
+// validate checks the flags, before CMD is started.
+func (o *runOptions) validate() ([]heuristics.Rule, error) {
+	switch {
+	case len(o.argv) == 0:
+		return nil, usageError{errors.New("run needs a command: hangdoc run [flags] -- CMD [ARG...]")}
+	case o.timeout < 0:
+		return nil, usageError{fmt.Errorf("--timeout %v: want 0 (none) or more", o.timeout)}
+	case o.samples < 1 || o.samples > 1000:
+		return nil, usageError{fmt.Errorf("--samples %d: want 1 to 1000", o.samples)}
+	case o.interval <= 0:
+		return nil, usageError{fmt.Errorf("--interval %v: want more than 0", o.interval)}
+	case !slices.Contains(runFormats, o.format):
+		return nil, usageError{fmt.Errorf("--format %q: want %s", o.format, strings.Join(runFormats, ", "))}
+	}
+	// The shared checks (--color, --rules); the format is run's own.
+	shared := o.reportOptions
+	shared.format = "text"
+	rules, err := shared.check()
+	if err != nil {
+		return nil, err
+	}
+	if o.report != "" {
+		if err := checkWritable(o.report); err != nil {
+			return nil, usageError{fmt.Errorf("--report: %v", err)}
+		}
+	}
+	return rules, nil
+}
+
+// checkWritable makes sure the report can be written at the end, without
+// leaving a file behind when CMD finishes in time and without clobbering
+// one that is there.
+func checkWritable(path string) error {
+	_, statErr := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	if errors.Is(statErr, fs.ErrNotExist) {
+		os.Remove(path)
+	}
+	return nil
+}
+
+// runRun runs the command and, when it hangs, diagnoses and kills its
+// tree. It sets ios.exitCode; an error means exitUsage or exitAnalysis.
+func runRun(ctx context.Context, opts *runOptions, ios *ioStreams) error {
+	rules, err := opts.validate()
+	if err != nil {
+		return err
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	// Catch the signals before CMD starts: from then on, SIGTERM and
+	// SIGINT mean "diagnose", never hangdoc's death.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	if opts.adopt {
+		if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+			opts.adopt = false // an old kernel: orphans go to init as before
+		}
+	}
+
+	cmd := exec.Command(opts.argv[0], opts.argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = ios.in, ios.out, ios.errOut
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Only when hangdoc's streams are not files (tests) does Wait copy
+	// output; a grandchild holding the pipe must not stall it.
+	cmd.WaitDelay = time.Second
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(ios.errOut, "hangdoc: %v\n", err)
+		ios.exitCode = exitCannot
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+			ios.exitCode = exitNotFound
+		}
+		return nil
+	}
+	t := &tree{child: cmd.Process.Pid, adopt: opts.adopt}
+	// Watch CMD without reaping it: while it is unreaped its pid, which
+	// is also its process group's id, cannot name another process.
+	exited := make(chan struct{})
+	go func() {
+		t.waitExit()
+		close(exited)
+	}()
+	stopReaper := t.reapAdopted()
+	defer stopReaper()
+
+	var timeout <-chan time.Time
+	if opts.timeout > 0 {
+		timer := time.NewTimer(opts.timeout)
+		defer timer.Stop()
+		timeout = timer.C
+	}
+	var why string
+	var sig syscall.Signal
+	select {
+	case <-exited:
+		return finishRun(cmd, ios)
+	case <-timeout:
+		why = fmt.Sprintf("outlived --timeout %v", opts.timeout)
+	case s := <-sigs:
+		sig, _ = s.(syscall.Signal)
+		why = fmt.Sprintf("was running when hangdoc got %s", signalName(sig))
+	}
+	select {
+	case <-exited: // it finished just now: not hung
+		return finishRun(cmd, ios)
+	default:
+	}
+
+	// No reaping while the tree is sampled: a wait for an adopted orphan
+	// that is being traced would take its ptrace stop from the tracer.
+	t.reaping.Lock()
+	named, diagErr := opts.diagnose(ctx, ios, t, why, sigs, rules)
+	t.reaping.Unlock()
+	n := t.kill()
+	if err := cmd.Wait(); err != nil && !isExitError(err) {
+		fmt.Fprintf(ios.errOut, "hangdoc: reaping pid %d: %v\n", t.child, err)
+	}
+	t.reapAll()
+
+	code, meaning := exitTimeout, "nothing looks hung"
+	switch {
+	case diagErr != nil:
+		code, meaning = exitAnalysis, "could not analyse"
+	case named:
+		code, meaning = exitHang, "a hang was named"
+	case sig != 0:
+		code = exitSignal + int(sig)
+	}
+	fmt.Fprintf(ios.errOut, "hangdoc: killed pid %d and its tree (%s); exit %d: %s\n", t.child, countNoun(n, "process", "processes"), code, meaning)
+	if diagErr != nil {
+		return diagErr // main prints it and exits with exitAnalysis
+	}
+	ios.exitCode = code
+	return nil
+}
+
+// finishRun reaps CMD, which finished by itself, and passes its exit
+// status on.
+func finishRun(cmd *exec.Cmd, ios *ioStreams) error {
+	err := cmd.Wait()
+	ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	switch {
+	case ok && ws.Signaled():
+		ios.exitCode = exitSignal + int(ws.Signal())
+	case cmd.ProcessState != nil && cmd.ProcessState.Exited():
+		ios.exitCode = cmd.ProcessState.ExitCode()
+	default:
+		return fmt.Errorf("pid %d: %v", cmd.Process.Pid, err)
+	}
+	return nil
+}
+
+func isExitError(err error) bool {
+	var ee *exec.ExitError
+	return errors.As(err, &ee)
+}
+
+// diagnose samples the tree and writes the reports. It says whether a
+// hang was named; an error means nothing could be read.
+func (o *runOptions) diagnose(ctx context.Context, ios *ioStreams, t *tree, why string, sigs <-chan os.Signal, rules []heuristics.Rule) (bool, error) {
+	pids := t.members()
+	fmt.Fprintf(ios.errOut, "hangdoc: %s (pid %d) %s: sampling its %s\n", shellJoin(o.argv), t.child, why, countNoun(len(pids), "process", "processes"))
+
+	// A further signal cuts sampling short; what was read is reported.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sampled := make(chan struct{})
+	defer close(sampled)
+	go func() {
+		select {
+		case <-sigs:
+			cancel()
+		case <-sampled:
+		}
+	}()
+
+	pr := newProgress(ios.errOut)
+	snap, notes, err := attachTree(ctx, pids, attach.Options{Samples: o.samples, Interval: o.interval, Progress: pr.update})
+	pr.clear()
+	for _, n := range notes {
+		if err == nil || n != err.Error() { // else main says it, once
+			fmt.Fprintf(ios.errOut, "hangdoc: left out %s\n", n)
+		}
+	}
+	if errors.Is(err, errTreeGone) {
+		fmt.Fprintf(ios.errOut, "hangdoc: %v\n", err)
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	diags := heuristics.Diagnose(snap, heuristics.Options{Rules: rules})
+	named := slices.ContainsFunc(diags, func(d heuristics.Diagnosis) bool { return d.Deadlock })
+
+	if err := report.Text(ios.errOut, snap, diags, report.TextOptions{Color: colorOn(o.color, ios.errOut), Width: terminalWidth(ios.errOut)}); err != nil {
+		return named, err
+	}
+	if o.report != "" {
+		if err := writeFile(o.report, false, func(w io.Writer) error { return o.writeReport(w, snap, diags) }); err != nil {
+			fmt.Fprintf(ios.errOut, "hangdoc: --report: %v\n", err)
+		}
+	}
+	if path := os.Getenv("GITHUB_STEP_SUMMARY"); path != "" {
+		head := fmt.Sprintf("### hangdoc: %s %s\n\n", codeSpan(shellJoin(o.argv)), why)
+		err := writeFile(path, true, func(w io.Writer) error {
+			if _, err := io.WriteString(w, head); err != nil {
+				return err
+			}
+			return o.markdown(w, snap, diags)
+		})
+		if err != nil {
+			fmt.Fprintf(ios.errOut, "hangdoc: GITHUB_STEP_SUMMARY: %v\n", err)
+		}
+	}
+	return named, nil
+}
+
+// writeReport writes the --report FILE in --format.
+func (o *runOptions) writeReport(w io.Writer, snap *stacks.Snapshot, diags []heuristics.Diagnosis) error {
+	switch o.format {
+	case "json":
+		return report.JSON(w, snap, diags)
+	case "markdown":
+		return o.markdown(w, snap, diags)
+	case "dot":
+		return report.Dot(w, snap, diags)
+	}
+	return report.Text(w, snap, diags, report.TextOptions{})
+}
+
+func (o *runOptions) markdown(w io.Writer, snap *stacks.Snapshot, diags []heuristics.Diagnosis) error {
+	return report.Markdown(w, snap, diags, report.MarkdownOptions{Version: version, CommandLine: o.cmdLine})
+}
+
+// writeFile writes a file through write: replaced, or appended to (a
+// step summary other steps also write).
+func writeFile(path string, appendTo bool, write func(io.Writer) error) error {
+	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	if appendTo {
+		flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
+	}
+	f, err := os.OpenFile(path, flags, 0o644)
+	if err != nil {
+		return err
+	}
+	err = write(f)
+	if appendTo && err == nil {
+		_, err = io.WriteString(f, "\n")
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// colorOn resolves --color for the stream w (stderr, here).
+func colorOn(mode string, w io.Writer) bool {
+	switch mode {
+	case "always":
+		return true
+	case "never":
+		return false
+	}
+	if _, set := os.LookupEnv("NO_COLOR"); set {
+		return false
+	}
+	return writerIsTerminal(w)
+}
+
+// errTreeGone: every process of the tree exited before it could be read.
+var errTreeGone = errors.New("every process of the tree exited or could not be read before sampling: nothing to report")
+
+// attachTree samples the processes that are there: it leaves out those
+// Attach would refuse (exited meanwhile, zombies, no permission) and,
+// when the attach of the set still fails, retries without the failing
+// pid. The notes say what was left out and why.
+func attachTree(ctx context.Context, pids []int, opts attach.Options) (*stacks.Snapshot, []string, error) {
+	var notes []string
+	var refused error // the first reason other than "gone"
+	leave := func(pid int, err error) {
+		notes = append(notes, leftOut(pid, err))
+		gone := errors.Is(err, attach.ErrNoProcess) || errors.Is(err, attach.ErrProcessGone) || errors.Is(err, attach.ErrNotTarget)
+		if refused == nil && !gone {
+			refused = err
+		}
+	}
+	var ok []int
+	for _, pid := range pids {
+		if err := attach.Attachable(pid); err != nil {
+			leave(pid, err)
+			continue
+		}
+		ok = append(ok, pid)
+	}
+	for len(ok) > 0 {
+		snap, err := attach.Attach(ctx, ok, opts)
+		if err == nil {
+			return snap, notes, nil
+		}
+		bad := failingPid(ok, err)
+		if bad == 0 {
+			return nil, notes, err
+		}
+		leave(bad, err)
+		ok = slices.DeleteFunc(ok, func(p int) bool { return p == bad })
+	}
+	// Nothing left: the processes are gone, or none could be read (no
+	// permission), which is worth an exitAnalysis.
+	if refused != nil {
+		return nil, notes, refused
+	}
+	return nil, notes, errTreeGone
+}
+
+func leftOut(pid int, err error) string {
+	msg := err.Error()
+	if strings.Contains(msg, "pid "+strconv.Itoa(pid)) {
+		return msg
+	}
+	return fmt.Sprintf("pid %d: %s", pid, msg)
+}
+
+var pidInError = regexp.MustCompile(`\bpid (\d+)\b`)
+
+// failingPid says which pid of the set an Attach error is about: one
+// that Attachable now refuses, or else the one the error names.
+func failingPid(pids []int, err error) int {
+	for _, pid := range pids {
+		if attach.Attachable(pid) != nil {
+			return pid
+		}
+	}
+	if m := pidInError.FindStringSubmatch(err.Error()); m != nil {
+		if pid, _ := strconv.Atoi(m[1]); slices.Contains(pids, pid) {
+			return pid
+		}
+	}
+	return 0
+}
+
+// tree is CMD's process tree: CMD (the child), everything below it and,
+// with adopt, the orphans hangdoc adopted as their subreaper.
+type tree struct {
+	child   int
+	adopt   bool
+	seen    map[int]attach.ProcInfo // every process found, by pid
+	reaping sync.Mutex              // held while no orphan may be reaped
+}
+
+// members lists the tree's processes now, breadth-first from CMD, and
+// remembers each with its start time, which tells it from a later
+// process that reuses its pid.
+func (t *tree) members() []int {
+	pids := attach.Descendants(t.child)
+	if t.adopt {
+		for _, c := range attach.Children(os.Getpid()) {
+			if c != t.child {
+				pids = append(pids, attach.Descendants(c)...)
+			}
+		}
+	}
+	if t.seen == nil {
+		t.seen = map[int]attach.ProcInfo{}
+	}
+	for _, pid := range pids {
+		if info, err := attach.Stat(pid); err == nil {
+			t.seen[pid] = info
+		}
+	}
+	return pids
+}
+
+// kill SIGKILLs the tree until no process of it is left alive (or
+// killTimeout passes). It stops the whole tree first (SIGSTOP): a parent
+// that saw its child die could react (exit, retry, start another).
+// Then it kills every process below CMD, leaves first (while a parent
+// lives, its children's pids stay theirs), the processes found earlier
+// that are no longer below CMD (re-parented to init when hangdoc is not
+// their subreaper), then CMD's process group. It returns how many
+// processes it killed.
+func (t *tree) kill() int {
+	killed := map[int]bool{}
+	end := time.Now().Add(killTimeout)
+	for {
+		pids := t.alive()
+		if len(pids) == 0 {
+			return len(killed)
+		}
+		for _, pid := range pids {
+			syscall.Kill(pid, syscall.SIGSTOP)
+		}
+		// CMD is unreaped: its pid, the group's id, is still its own.
+		syscall.Kill(-t.child, syscall.SIGSTOP)
+		waitStopped(pids, stopWait)
+		for i := len(pids) - 1; i >= 0; i-- {
+			if syscall.Kill(pids[i], syscall.SIGKILL) == nil {
+				killed[pids[i]] = true
+			}
+		}
+		syscall.Kill(-t.child, syscall.SIGKILL)
+		if time.Now().After(end) {
+			return len(killed)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// stopWait bounds the wait for the tree to stop before it is killed: a
+// process in uninterruptible sleep stops only when its I/O ends.
+const stopWait = 200 * time.Millisecond
+
+// alive lists the processes of the tree that live, parents before their
+// children: those below CMD now, then those found before and no longer
+// below it, when they are still the same processes.
+func (t *tree) alive() []int {
+	pids := t.members()
+	for pid := range t.seen {
+		if !slices.Contains(pids, pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return slices.DeleteFunc(pids, func(pid int) bool {
+		info, err := attach.Stat(pid)
+		return err != nil || !info.Alive() || info.Start != t.seen[pid].Start
+	})
+}
+
+// waitStopped waits up to d for each process to be stopped or dead.
+func waitStopped(pids []int, d time.Duration) {
+	end := time.Now().Add(d)
+	for _, pid := range pids {
+		for time.Now().Before(end) {
+			info, err := attach.Stat(pid)
+			if err != nil || !info.Alive() || info.State == 'T' || info.State == 't' {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
+
+// waitExit returns when CMD has exited, leaving it unreaped.
+func (t *tree) waitExit() {
+	var info unix.Siginfo
+	for {
+		err := unix.Waitid(unix.P_PID, t.child, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if err != unix.EINTR {
+			return
+		}
+	}
+}
+
+// reapAdopted reaps, while CMD runs, the orphans hangdoc adopted that
+// exit (CMD itself is left to Wait). It returns the function that stops
+// it.
+func (t *tree) reapAdopted() (stop func()) {
+	if !t.adopt {
+		return func() {}
+	}
+	chld := make(chan os.Signal, 1)
+	signal.Notify(chld, syscall.SIGCHLD)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-chld:
+				t.reapAll()
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(chld)
+		close(done)
+	}
+}
+
+// reapAll reaps the adopted orphans that have exited.
+func (t *tree) reapAll() {
+	if !t.adopt {
+		return
+	}
+	t.reaping.Lock()
+	defer t.reaping.Unlock()
+	for _, c := range attach.Children(os.Getpid()) {
+		if c != t.child {
+			var ws syscall.WaitStatus
+			syscall.Wait4(c, &ws, syscall.WNOHANG, nil)
+		}
+	}
+}
+
+func signalName(s syscall.Signal) string {
+	switch s {
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGINT:
+		return "SIGINT"
+	}
+	return s.String()
+}
+
+// shellJoin quotes argv as a POSIX shell would need it.
+func shellJoin(argv []string) string {
+	q := make([]string, len(argv))
+	for i, a := range argv {
+		q[i] = shellQuote(a)
+	}
+	return report.Sanitize(strings.Join(q, " "))
+}
+
+// codeSpan is s as Markdown inline code: delimited by a backtick run
+// longer than any inside it.
+func codeSpan(s string) string {
+	longest, run := 0, 0
+	for _, r := range s {
+		if r == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	fence := strings.Repeat("`", longest+1)
+	if longest > 0 {
+		return fence + " " + s + " " + fence
+	}
+	return fence + s + fence
+}
