@@ -24,7 +24,7 @@ import (
 	"github.com/hangdoc/hangdoc/stacks"
 )
 
-var gdbDumps = flag.Bool("gdb-dumps", false, "run the patients under gdb and rewrite testdata/dumps/gdb/<patient>.txt (then go test ./stacks -update-gdb for the goldens)")
+var gdbDumps = flag.Bool("gdb-dumps", false, "run the patients under gdb and rewrite testdata/dumps/gdb/<patient>.txt (then go test ./stacks -run Golden -update for the goldens)")
 
 const gdbDumpDir = "../testdata/dumps/gdb"
 

@@ -12,7 +12,7 @@
 # eusi: -s -i, eubl: -b -l). Which of them are kept under testdata/dumps,
 # and under which names, is listed at the end. The dumps hold the pids and
 # addresses of the run: a new capture means new golden files
-# (go test ./stacks -update-lldb -update-eustack).
+# (go test ./stacks -run Golden -update).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 pat=$root/testdata/patients

@@ -61,7 +61,8 @@ func FuncBase(name string) string {
 }
 
 // openParen returns the index of the '(' that matches the ')' ending s,
-// or -1.
+// or -1. Unlike matchOpenParen it skips no quoted text: it reads symbol
+// names, not gdb's argument values.
 func openParen(s string) int {
 	depth := 0
 	for i := len(s) - 1; i >= 0; i-- {

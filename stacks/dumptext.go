@@ -3,12 +3,13 @@ package stacks
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"io"
+	"strconv"
 	"strings"
 )
 
-// Small pieces the py-spy, faulthandler, macOS and hangdoc-json readers
-// share.
+// Small pieces the dump readers share.
 
 // sniffPrefix is what may come before a dump's line in a raw paste: a CI
 // timestamp, blanks, "> " quoting.
@@ -64,8 +65,11 @@ func appendNote(notes []string, n string) []string {
 const maxNotes = 20
 
 // capNote bounds a note taken from the input.
-func capNote(s string) string {
-	const max = 300
+func capNote(s string) string { return clipText(s, 300) }
+
+// clipText cuts s to at most max bytes, not inside a UTF-8 sequence, and
+// marks the cut with "…".
+func clipText(s string, max int) string {
 	if len(s) <= max {
 		return s
 	}
@@ -76,6 +80,131 @@ func capNote(s string) string {
 	return s[:cut] + "…"
 }
 
+// Bounds on what one frame keeps of its arguments (gdb, lldb): a garbled
+// or hostile dump must not make every frame carry a megabyte.
+const (
+	maxArgs     = 32
+	maxArgValue = 256
+)
+
+// addThreadNote adds a note to t once, capped first (so a long note
+// repeated is added once), and no more than maxNotes of them.
+func addThreadNote(t *Thread, n string) { t.Notes = appendNote(t.Notes, capNote(n)) }
+
+// missingFrames is the note for the frames a dump left out between frame
+// last and frame n (n > last+1).
+func missingFrames(last, n int) string {
+	if n == last+2 {
+		return fmt.Sprintf("frame #%d not in the dump", last+1)
+	}
+	return fmt.Sprintf("frames #%d–#%d not in the dump", last+1, n-1)
+}
+
+// cutFrame is the note for frame n, cut mid-way on line no.
+func cutFrame(no, n int) string {
+	return fmt.Sprintf("line %d: frame #%d cut mid-way; its function name may be partial", no, n)
+}
+
+// procNotes gives each process its notes: each once, capped, and no more
+// than 50 a process.
+type procNotes map[*Process]map[string]bool
+
+func (pn *procNotes) add(pr *Process, n string) {
+	if *pn == nil {
+		*pn = procNotes{}
+	}
+	seen := (*pn)[pr]
+	if seen == nil {
+		seen = map[string]bool{}
+		(*pn)[pr] = seen
+	}
+	n = capNote(n)
+	if seen[n] || len(seen) >= 50 {
+		return
+	}
+	seen[n] = true
+	pr.Notes = append(pr.Notes, n)
+}
+
+// lineTrack is what the lldb and eu-stack readers keep of the lines they
+// have read: the first non-blank one, the last two, and the ranges they
+// skipped. A range grows over blank lines only.
+type lineTrack struct {
+	skipped   []Skipped
+	lastSkp   int // index+1 in skipped of the range that may still grow, 0 when none
+	prevNo    int // the last non-blank line before the current one
+	lastNo    int // the last non-blank line
+	firstText int
+}
+
+// next takes note of line l and says whether it is one to read: neither
+// blank nor a Markdown fence.
+func (k *lineTrack) next(l textLine) bool {
+	if l.text == "" {
+		return false
+	}
+	if k.firstText == 0 {
+		k.firstText = l.no
+	}
+	k.prevNo, k.lastNo = k.lastNo, l.no
+	return !isFence(l.text)
+}
+
+// skip records that line no was not understood.
+func (k *lineTrack) skip(no int, why string) {
+	if k.lastSkp > 0 {
+		s := &k.skipped[k.lastSkp-1]
+		if s.Why == why && s.To == k.prevNo {
+			s.To = no
+			return
+		}
+	}
+	k.skipped = append(k.skipped, Skipped{From: no, To: no, Why: why})
+	k.lastSkp = len(k.skipped)
+}
+
+// framePC reads the address ("0x…") that starts a frame's text and
+// returns what follows it; ok is false when it does not parse, cut true
+// when the text ends inside it (its digits neither 8 nor 16: it may be
+// partial).
+func framePC(body string) (pc uint64, ok bool, rest string, cut bool) {
+	end := 2
+	for end < len(body) && isHex(body[end]) {
+		end++
+	}
+	pc, err := strconv.ParseUint(body[2:end], 16, 64)
+	rest = body[end:]
+	cut = rest == "" && end-2 != 16 && end-2 != 8
+	return pc, err == nil, rest, cut
+}
+
+// nothingRead is the error of a reader that found no dump in its input:
+// empty when the input has no non-blank line (first is 0), else msg at
+// the first line skipped, or at the first non-blank one.
+func nothingRead(first int, skipped []Skipped, empty, msg string) error {
+	if first == 0 {
+		return &LineError{Msg: empty}
+	}
+	line := first
+	if len(skipped) > 0 {
+		line = skipped[0].From
+	}
+	return &LineError{Line: line, Msg: msg}
+}
+
+// readResult is what a reader returns once its input is read: the
+// snapshot it built and the read error, if any; when it built none, the
+// read error, or, when reading did not fail, whyEmpty's.
+func readResult(snap *Snapshot, readErr error, whyEmpty func() error) (*Snapshot, error) {
+	if snap != nil {
+		return snap, readErr
+	}
+	if readErr != nil {
+		return nil, readErr
+	}
+	return nil, whyEmpty()
+}
+
 // lastParenGroup finds the parenthesised group that ends s: it returns
 // the index of its '(' and its content, or -1 when s does not end with a
 // balanced group.
@@ -83,19 +212,11 @@ func lastParenGroup(s string) (int, string) {
 	if !strings.HasSuffix(s, ")") {
 		return -1, ""
 	}
-	depth := 0
-	for i := len(s) - 1; i >= 0; i-- {
-		switch s[i] {
-		case ')':
-			depth++
-		case '(':
-			depth--
-			if depth == 0 {
-				return i, s[i+1 : len(s)-1]
-			}
-		}
+	i := openParen(s)
+	if i < 0 {
+		return -1, ""
 	}
-	return -1, ""
+	return i, s[i+1 : len(s)-1]
 }
 
 // lineOf returns the 1-based line of byte offset off in b; an offset

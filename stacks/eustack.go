@@ -1,7 +1,6 @@
 package stacks
 
 import (
-	"fmt"
 	"io"
 	"regexp"
 	"strconv"
@@ -40,18 +39,9 @@ import (
 // reading r failed.
 func ParseEUStack(r io.Reader) (*Snapshot, []Skipped, error) {
 	p := &euParser{}
-	readErr := scanTextLines(r, func(l textLine) error {
-		p.line(l)
-		return nil
-	})
-	snap, err := p.finish()
-	if err != nil {
-		if readErr != nil {
-			return nil, p.skipped, readErr
-		}
-		return nil, p.skipped, err
-	}
-	return snap, p.skipped, readErr
+	readErr := scanTextLines(r, p.line)
+	snap, err := readResult(p.finish(), readErr, p.emptyError)
+	return snap, p.skipped, err
 }
 
 type euProc struct {
@@ -66,6 +56,7 @@ type euThread struct {
 }
 
 type euParser struct {
+	lineTrack
 	procs   []*euProc
 	byPid   map[int]*euProc
 	proc    *euProc
@@ -75,13 +66,7 @@ type euParser struct {
 	module  *Module
 	modLine int // lines read under a module of the module map
 	inMap   bool
-	skipped []Skipped
-	lastSkp int // index+1 in skipped of the range that may still grow, 0 when none
-	prevNo  int // the last non-blank line before the current one
-	lastNo  int // the last non-blank line
-	notes   map[*Process]map[string]bool
-
-	firstText int
+	notes   procNotes
 }
 
 var (
@@ -97,18 +82,10 @@ var (
 )
 
 func (p *euParser) line(l textLine) {
-	if l.text == "" {
+	if !p.next(l) {
 		return
 	}
-	if p.firstText == 0 {
-		p.firstText = l.no
-	}
-	p.prevNo, p.lastNo = p.lastNo, l.no
-	t := l.text
-	if strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~") {
-		return
-	}
-	if t[0] == '#' && p.frameLine(l) {
+	if l.text[0] == '#' && p.frameLine(l) {
 		return
 	}
 	if p.meta(l) {
@@ -166,11 +143,11 @@ func (p *euParser) meta(l textLine) bool {
 		if m := euMsgTidRE.FindStringSubmatch(msg); m != nil {
 			if tid, err := strconv.Atoi(m[1]); err == nil && tid > 0 {
 				et := p.thread(tid, false)
-				p.threadNote(et, "eu-stack: "+strings.TrimPrefix(msg, "tid "+m[1]+": "))
+				addThreadNote(et.t, "eu-stack: "+strings.TrimPrefix(msg, "tid "+m[1]+": "))
 				return true
 			}
 		}
-		p.note("eu-stack: " + msg)
+		p.notes.add(p.process().p, "eu-stack: "+msg)
 		return true
 	}
 	return false
@@ -258,15 +235,11 @@ func (p *euParser) frameLine(l textLine) bool {
 		et = p.implicitThread()
 	}
 	if n > et.lastNo+1 {
-		if n == et.lastNo+2 {
-			p.threadNote(et, fmt.Sprintf("frame #%d not in the dump", et.lastNo+1))
-		} else {
-			p.threadNote(et, fmt.Sprintf("frames #%d–#%d not in the dump", et.lastNo+1, n-1))
-		}
+		addThreadNote(et.t, missingFrames(et.lastNo, n))
 	}
 	et.lastNo = n
 	if !complete || l.cut {
-		p.threadNote(et, fmt.Sprintf("line %d: frame #%d cut mid-way; its function name may be partial", l.no, n))
+		addThreadNote(et.t, cutFrame(l.no, n))
 	}
 	et.t.Stack = append(et.t.Stack, f)
 	p.frame = &et.t.Stack[len(et.t.Stack)-1]
@@ -288,20 +261,15 @@ func (p *euParser) implicitThread() *euThread {
 // parseEUFrame reads what follows "#N  ". complete is false when the line
 // was cut inside the address.
 func parseEUFrame(body string) (f Frame, complete bool) {
-	end := 2
-	for end < len(body) && isHex(body[end]) {
-		end++
+	pc, ok, rest, cut := framePC(body)
+	if cut {
+		return f, false
 	}
-	pc, err := strconv.ParseUint(body[2:end], 16, 64)
-	rest := body[end:]
-	if rest == "" && end-2 != 16 && end-2 != 8 {
-		return f, false // cut inside the address: it may be partial
-	}
-	if err == nil {
+	if ok {
 		f.PC = pc
 	}
 	if rest == "" {
-		return f, err == nil
+		return f, ok
 	}
 	if rest[0] != ' ' {
 		return Frame{}, false
@@ -424,51 +392,8 @@ func (p *euParser) mapLine(l textLine) bool {
 	return p.modLine <= 2
 }
 
-func (p *euParser) note(n string) {
-	pr := p.process().p
-	if p.notes == nil {
-		p.notes = map[*Process]map[string]bool{}
-	}
-	seen := p.notes[pr]
-	if seen == nil {
-		seen = map[string]bool{}
-		p.notes[pr] = seen
-	}
-	n = clipNote(n)
-	if seen[n] || len(seen) >= 50 {
-		return
-	}
-	seen[n] = true
-	pr.Notes = append(pr.Notes, n)
-}
-
-func (p *euParser) threadNote(et *euThread, n string) {
-	n = clipNote(n)
-	for _, have := range et.t.Notes {
-		if have == n {
-			return
-		}
-	}
-	if len(et.t.Notes) < 20 {
-		et.t.Notes = append(et.t.Notes, n)
-	}
-}
-
-// skip records that line no was not understood; a range grows over
-// blank lines.
-func (p *euParser) skip(no int, why string) {
-	if p.lastSkp > 0 {
-		s := &p.skipped[p.lastSkp-1]
-		if s.Why == why && s.To == p.prevNo {
-			s.To = no
-			return
-		}
-	}
-	p.skipped = append(p.skipped, Skipped{From: no, To: no, Why: why})
-	p.lastSkp = len(p.skipped)
-}
-
-func (p *euParser) finish() (*Snapshot, error) {
+// finish builds the snapshot; nil when no thread was read.
+func (p *euParser) finish() *Snapshot {
 	// -i evidence: two frames in a row at one PC under different names
 	inlines := false
 	for _, pr := range p.procs {
@@ -498,7 +423,7 @@ func (p *euParser) finish() (*Snapshot, error) {
 				}
 			}
 			if len(st) == 0 {
-				p.threadNote(et, "no frames in the dump")
+				addThreadNote(et.t, "no frames in the dump")
 				et.t.Stack = []Frame{}
 			}
 			pr.p.Threads = append(pr.p.Threads, et.t)
@@ -508,18 +433,12 @@ func (p *euParser) finish() (*Snapshot, error) {
 		}
 	}
 	if len(snap.Processes) == 0 {
-		return nil, p.emptyError()
+		return nil
 	}
-	return snap, nil
+	return snap
 }
 
 func (p *euParser) emptyError() error {
-	if p.firstText == 0 {
-		return &LineError{Msg: "empty input: no eu-stack output"}
-	}
-	line := p.firstText
-	if len(p.skipped) > 0 {
-		line = p.skipped[0].From
-	}
-	return &LineError{Line: line, Msg: `not eu-stack output: no thread ("TID 1234:") or frame ("#0  0x…")`}
+	return nothingRead(p.firstText, p.skipped, "empty input: no eu-stack output",
+		`not eu-stack output: no thread ("TID 1234:") or frame ("#0  0x…")`)
 }

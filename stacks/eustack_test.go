@@ -1,27 +1,19 @@
 package stacks
 
 import (
-	"errors"
-	"flag"
-	"os"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
-var updateEUStack = flag.Bool("update-eustack", false, "rewrite testdata/dumps/eu-stack/*.golden.json from the parser's output")
-
-const euDumps = "../testdata/dumps/eu-stack"
-
 func TestParseEUStackGolden(t *testing.T) {
-	checkToolGolden(t, euDumps, ParseEUStack, *updateEUStack, "update-eustack")
+	checkDumpGoldens(t, "eu-stack", ParseEUStack, 0)
 }
 
 func parseEUFile(t *testing.T, name string) (*Snapshot, []Skipped) {
 	t.Helper()
-	return parseToolFile(t, euDumps, name, ParseEUStack)
+	return parseStoredDump(t, "eu-stack", name, ParseEUStack)
 }
 
 // `eu-stack -p PID` on mutex_o2: ELF symbols, nothing else.
@@ -50,11 +42,8 @@ func TestParseEUStackPlain(t *testing.T) {
 		t.Errorf("pid %d tids %v", p.Pid, tids)
 	}
 	dog := threadByTid(t, p, 31081)
-	want := []string{"__GI___lll_lock_wait", "__pthread_mutex_lock@GLIBC_2.2.5", "take_lock", "dog_fetch", "dog_dig",
-		"dog_sniff", "dog_wander", "dog_worker", "start_thread", "__clone3"}
-	if got := funcs(dog.Stack); !reflect.DeepEqual(got, want) {
-		t.Errorf("dog\n got %q\nwant %q", got, want)
-	}
+	checkFuncs(t, "dog", dog.Stack, "__GI___lll_lock_wait", "__pthread_mutex_lock@GLIBC_2.2.5", "take_lock", "dog_fetch", "dog_dig",
+		"dog_sniff", "dog_wander", "dog_worker", "start_thread", "__clone3")
 	if dog.Stack[2].PC != 0x000055926a28c7c7 {
 		t.Errorf("dog #2 %+v", dog.Stack[2])
 	}
@@ -72,16 +61,9 @@ func TestParseEUStackVerbose(t *testing.T) {
 		t.Errorf("exe %q (the module of _start)", p.Exe)
 	}
 	dog := threadByTid(t, p, 31081)
-	want := []string{"futex_wait", "__GI___lll_lock_wait", "lll_mutex_lock_optimized", "___pthread_mutex_lock", "take_lock",
-		"dog_fetch", "dog_dig", "dog_sniff", "dog_wander", "dog_worker", "start_thread", "__clone3"}
-	if got := funcs(dog.Stack); !reflect.DeepEqual(got, want) {
-		t.Errorf("dog\n got %q\nwant %q", got, want)
-	}
-	for i, w := range []bool{true, false, true, false, false} {
-		if dog.Stack[i].Inlined != w {
-			t.Errorf("dog #%d %s: Inlined %v, want %v", i, dog.Stack[i].Func, dog.Stack[i].Inlined, w)
-		}
-	}
+	checkFuncs(t, "dog", dog.Stack, "futex_wait", "__GI___lll_lock_wait", "lll_mutex_lock_optimized", "___pthread_mutex_lock", "take_lock",
+		"dog_fetch", "dog_dig", "dog_sniff", "dog_wander", "dog_worker", "start_thread", "__clone3")
+	checkInlined(t, "dog", dog.Stack, true, false, true, false, false)
 	f0, f3, f4 := dog.Stack[0], dog.Stack[3], dog.Stack[4]
 	if f0.File != "../sysdeps/nptl/futex-internal.h" || f0.Line != 146 || f0.Module != "/usr/lib/x86_64-linux-gnu/libc.so.6" {
 		t.Errorf("#0 %+v", f0)
@@ -253,10 +235,7 @@ func TestParseEUStackThreads10(t *testing.T) {
 // the command line, a "> " quote cut inside an address, CI timestamps.
 func TestParseEUStackPasted(t *testing.T) {
 	snap, skipped := parseEUFile(t, "pasted_issue.md")
-	want := []string{"line 1 skipped: not a stack", "line 39 skipped: not a stack", "line 50 skipped: not a stack"}
-	if got := toolSkipped(skipped); !reflect.DeepEqual(got, want) {
-		t.Errorf("skipped\n got %q\nwant %q", got, want)
-	}
+	checkSkipped(t, skipped, "line 1 skipped: not a stack", "line 39 skipped: not a stack", "line 50 skipped: not a stack")
 	if len(snap.Processes) != 2 {
 		t.Fatalf("%d processes", len(snap.Processes))
 	}
@@ -278,11 +257,7 @@ func TestParseEUStackPasted(t *testing.T) {
 }
 
 func TestParseEUStackFrames(t *testing.T) {
-	tests := []struct {
-		line string
-		want Frame
-		cut  bool
-	}{
+	checkFrameLines(t, ParseEUStack, []frameCase{
 		{"#0  0x00007f0000001000 read", Frame{Func: "read", PC: 0x7f0000001000}, false},
 		{"#0  0x00007f0000001000", Frame{PC: 0x7f0000001000}, false},
 		{"#0  0x08049000 main", Frame{Func: "main", PC: 0x8049000}, false},
@@ -297,25 +272,7 @@ func TestParseEUStackFrames(t *testing.T) {
 		{"#0  0x00007f0000001000 _ZNSt6thread4joinEv", Frame{Func: "std::thread::join()", PC: 0x7f0000001000}, false},
 		{"#0  0x00007f0000001000 __restore_rt", Frame{Func: "__restore_rt", PC: 0x7f0000001000, Signal: true}, false},
 		{"#0  0x00007f00000", Frame{}, true},
-	}
-	for _, tt := range tests {
-		snap, skipped, err := ParseEUStack(strings.NewReader(tt.line + "\n"))
-		if err != nil || len(skipped) != 0 {
-			t.Errorf("%s: err %v skipped %v", tt.line, err, skipped)
-			continue
-		}
-		th := snap.Processes[0].Threads[0]
-		if len(th.Stack) != 1 {
-			t.Errorf("%s: %d frames", tt.line, len(th.Stack))
-			continue
-		}
-		if got := th.Stack[0]; !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("%s\n got %+v\nwant %+v", tt.line, got, tt.want)
-		}
-		if cut := len(th.Notes) > 0; cut != tt.cut {
-			t.Errorf("%s: cut %v (notes %q), want %v", tt.line, cut, th.Notes, tt.cut)
-		}
-	}
+	})
 }
 
 // eu-stack's stderr messages, -1 (no PID line), a thread listed again,
@@ -367,20 +324,13 @@ eu-stack: Couldn't show any frames.
 }
 
 func TestParseEUStackErrors(t *testing.T) {
-	tests := []struct{ in, want string }{
+	checkParseErrors(t, ParseEUStack, []errorCase{
 		{"", "empty input: no eu-stack output"},
 		{"\n \n", "empty input: no eu-stack output"},
 		{"hello\n", `line 1: not eu-stack output: no thread ("TID 1234:") or frame ("#0  0x…")`},
 		{"#0  0x00007f0000001000 in f () from /lib/x.so\n", `line 1: not eu-stack output: no thread ("TID 1234:") or frame ("#0  0x…")`},
-	}
-	for _, tt := range tests {
-		snap, _, err := ParseEUStack(strings.NewReader(tt.in))
-		var le *LineError
-		if snap != nil || !errors.As(err, &le) || err.Error() != tt.want {
-			t.Errorf("%q: snap %v err %v, want %q", tt.in, snap, err, tt.want)
-		}
-	}
-	snap, _, err := ParseEUStack(&failingReader{data: []byte("TID 7:\n#0  0x0000000000000001 f\n")})
+	})
+	snap, _, err := ParseEUStack(&brokenReader{data: []byte("TID 7:\n#0  0x0000000000000001 f\n")})
 	if err == nil || !strings.Contains(err.Error(), "disk on fire") || snap == nil || len(snap.Processes[0].Threads) != 1 {
 		t.Fatalf("read error: snap %+v err %v", snap, err)
 	}
@@ -402,18 +352,9 @@ func TestSniffEUStack(t *testing.T) {
 }
 
 func FuzzParseEUStack(f *testing.F) {
-	for _, file := range toolDumpFiles(f, euDumps) {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-	}
-	f.Add([]byte("PID 1 - process module memory map\n0x1-0x2 a\n  [ab]\n  -\n  -\n  x\nTID 2:\n#0  0x1 - 1 - \n    [ab]@0x5+0x1\n    :3\n"))
-	f.Add([]byte("TID 1:\n#3  0x1\n#0  0x1 a\n#1  0x1 b\neu-stack: tid 9: x\n"))
-	f.Fuzz(func(t *testing.T, in []byte) {
-		checkToolFuzz(t, in, ParseEUStack)
-	})
+	fuzzDumps(f, "eu-stack", ParseEUStack, checkToolSnapshot,
+		"PID 1 - process module memory map\n0x1-0x2 a\n  [ab]\n  -\n  -\n  x\nTID 2:\n#0  0x1 - 1 - \n    [ab]@0x5+0x1\n    :3\n",
+		"TID 1:\n#3  0x1\n#0  0x1 a\n#1  0x1 b\neu-stack: tid 9: x\n")
 }
 
 func TestParseEUStackLinearTime(t *testing.T) {
@@ -439,22 +380,10 @@ func TestParseEUStackLinearTime(t *testing.T) {
 	cases["same pc"] = "TID 1:\n" + strings.Repeat("#1  0x0000000000401000 f\n    x.c:1\n", 200000)
 	cases["modules"] = "PID 1 - process module memory map\n" + strings.Repeat("0x1-0x2 a\n  [ab]\n  /x\n  -\n", 100000)
 	cases["messages"] = strings.Repeat("eu-stack: tid 5: oops\n", 200000)
-	for name, in := range cases {
-		start := time.Now()
-		_, _, err := ParseEUStack(strings.NewReader(in))
-		if noStack := name == "prose" || name == "long lines" || name == "modules"; (err != nil) != noStack {
-			t.Errorf("%s: %v", name, err)
-		}
-		// linear: well under a second unloaded; quadratic: 200000 lines
-		// or 256 KiB lines squared is 10¹⁰ steps and more. The bound is
-		// loose for machines busy with other tests.
-		if d := time.Since(start); d > linearBound {
-			t.Errorf("%s: %v for %d bytes", name, d, len(in))
-		}
-	}
+	checkDumpLinear(t, ParseEUStack, cases, allSnapshotsBut(cases, "prose", "long lines", "modules"), toolLinearBound)
 }
 
 // BenchmarkParseEUStack reports parse speed (MB/s) over every stored dump.
 func BenchmarkParseEUStack(b *testing.B) {
-	benchmarkToolParse(b, euDumps, ParseEUStack)
+	benchmarkDumps(b, "eu-stack", ParseEUStack)
 }

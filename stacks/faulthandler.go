@@ -64,19 +64,10 @@ func sniffFaulthandler(head []byte) int {
 // Frames carry Func, File and Line, most recent first.
 func ParseFaulthandler(r io.Reader) (*Snapshot, []Skipped, error) {
 	p := &fhParser{}
-	readErr := scanTextLines(r, func(l textLine) error {
-		p.feed(l)
-		return nil
-	})
+	readErr := scanTextLines(r, p.feed)
 	p.endThread()
-	snap := p.snapshot()
-	if snap == nil {
-		if readErr != nil {
-			return nil, p.skipped.list, readErr
-		}
-		return nil, p.skipped.list, p.emptyError()
-	}
-	return snap, p.skipped.list, readErr
+	snap, err := readResult(p.snapshot(), readErr, p.emptyError)
+	return snap, p.skipped.list, err
 }
 
 // fhDump is one dump: what faulthandler wrote for one event.
@@ -410,12 +401,6 @@ func sameThreads(a, b *fhDump) bool {
 }
 
 func (p *fhParser) emptyError() error {
-	if p.first == 0 {
-		return &LineError{Msg: "empty input: no faulthandler dump"}
-	}
-	line := p.first
-	if len(p.skipped.list) > 0 {
-		line = p.skipped.list[0].From
-	}
-	return &LineError{Line: line, Msg: `not a faulthandler dump: no thread ("Thread 0x… (most recent call first):") or frame ("  File \"…\", line N in f")`}
+	return nothingRead(p.first, p.skipped.list, "empty input: no faulthandler dump",
+		`not a faulthandler dump: no thread ("Thread 0x… (most recent call first):") or frame ("  File \"…\", line N in f")`)
 }

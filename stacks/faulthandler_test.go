@@ -1,10 +1,6 @@
 package stacks
 
 import (
-	"bytes"
-	"errors"
-	"flag"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -32,10 +28,8 @@ import (
 // layout of Python 3.14's C stack ("Current thread's C stack trace") from
 // the faulthandler documentation's example and Python/traceback.c.
 
-var updateFaulthandler = flag.Bool("update-faulthandler", false, "rewrite testdata/dumps/faulthandler/*.golden.json from the parser's output")
-
 func TestParseFaulthandlerGolden(t *testing.T) {
-	checkDumpGoldens(t, "faulthandler", ParseFaulthandler, *updateFaulthandler, "update-faulthandler")
+	checkDumpGoldens(t, "faulthandler", ParseFaulthandler, 0)
 }
 
 func TestParseFaulthandlerTimeoutRepeat(t *testing.T) {
@@ -63,7 +57,7 @@ func TestParseFaulthandlerTimeoutRepeat(t *testing.T) {
 	if !reflect.DeepEqual(main.Stack[:3], want) {
 		t.Errorf("main\n got %+v\nwant %+v", main.Stack[:3], want)
 	}
-	if got := dumpFrameNames(holder.Stack); !reflect.DeepEqual(got, []string{"wait", "wait", "holder", "run", "_bootstrap_inner", "_bootstrap"}) {
+	if got := funcs(holder.Stack); !reflect.DeepEqual(got, []string{"wait", "wait", "holder", "run", "_bootstrap_inner", "_bootstrap"}) {
 		t.Errorf("holder %q", got)
 	}
 	for _, th := range p.Threads {
@@ -85,7 +79,7 @@ func TestParseFaulthandlerSignalParentAndChild(t *testing.T) {
 	if child.Threads[0].Handle != parent.Threads[1].Handle {
 		t.Errorf("child thread %#x, parent main %#x", child.Threads[0].Handle, parent.Threads[1].Handle)
 	}
-	if got := dumpFrameNames(child.Threads[0].Stack)[:2]; !reflect.DeepEqual(got, []string{"child_main", "main"}) {
+	if got := funcs(child.Threads[0].Stack)[:2]; !reflect.DeepEqual(got, []string{"child_main", "main"}) {
 		t.Errorf("child %q", got)
 	}
 	if n := strings.Join(child.Notes, "|"); !strings.Contains(n, "dump 2 of 2") || !strings.Contains(n, "fork()ed") {
@@ -111,10 +105,7 @@ func TestParseFaulthandlerAbort(t *testing.T) {
 				t.Errorf("main #0 %+v", main.Stack[0])
 			}
 			if name == "pasted_ci_log.txt" {
-				want := []string{"lines 1–6 skipped: not a faulthandler dump", "line 21 skipped: not a faulthandler dump"}
-				if got := dumpSkipped(skipped); !reflect.DeepEqual(got, want) {
-					t.Errorf("skipped %q, want %q", got, want)
-				}
+				checkSkipped(t, skipped, "lines 1–6 skipped: not a faulthandler dump", "line 21 skipped: not a faulthandler dump")
 				if p.Notes[len(p.Notes)-1] != "Aborted (core dumped)" {
 					t.Errorf("notes %q: the shell's last word is kept", p.Notes)
 				}
@@ -170,19 +161,12 @@ Thread 0x00000000000000
 }
 
 func TestParseFaulthandlerErrors(t *testing.T) {
-	tests := []struct{ in, want string }{
+	checkParseErrors(t, ParseFaulthandler, []errorCase{
 		{"", "empty input: no faulthandler dump"},
 		{"\n \n", "empty input: no faulthandler dump"},
 		{"hello\n", `line 1: not a faulthandler dump: no thread ("Thread 0x… (most recent call first):") or frame ("  File \"…\", line N in f")`},
 		{"Fatal Python error: Aborted\n\nbye\n", `line 3: not a faulthandler dump: no thread ("Thread 0x… (most recent call first):") or frame ("  File \"…\", line N in f")`},
-	}
-	for _, tt := range tests {
-		snap, _, err := ParseFaulthandler(strings.NewReader(tt.in))
-		var le *LineError
-		if snap != nil || !errors.As(err, &le) || err.Error() != tt.want {
-			t.Errorf("%q: snap %v err %v, want %q", tt.in, snap, err, tt.want)
-		}
-	}
+	})
 	snap, _, err := ParseFaulthandler(&brokenReader{data: []byte("Stack (most recent call first):\n  File \"a.py\", line 3 in f\n")})
 	if err == nil || snap == nil || len(snap.Processes[0].Threads[0].Stack) != 1 {
 		t.Errorf("read error: snap %v err %v", snap, err)
@@ -190,19 +174,10 @@ func TestParseFaulthandlerErrors(t *testing.T) {
 }
 
 func FuzzParseFaulthandler(f *testing.F) {
-	for _, file := range storedDumps(f, "faulthandler") {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-	}
-	f.Add([]byte("Thread 0x1 (most recent call first):\nThread 0x1 (most recent call first):\n  File \"\n"))
-	f.Add([]byte("Timeout (0:00:01.5)!\nCurrent thread's C stack trace (most recent call first):\n  Binary file \"\", at [0x1]\n"))
-	f.Fuzz(func(t *testing.T, in []byte) {
-		snap, skipped, err := ParseFaulthandler(bytes.NewReader(in))
-		checkDumpResult(t, in, snap, skipped, err)
-	})
+	fuzzDumps(f, "faulthandler", ParseFaulthandler, nil,
+		"Thread 0x1 (most recent call first):\nThread 0x1 (most recent call first):\n  File \"\n",
+		"Timeout (0:00:01.5)!\nCurrent thread's C stack trace (most recent call first):\n  Binary file \"\", at [0x1]\n",
+	)
 }
 
 func TestParseFaulthandlerLinearTime(t *testing.T) {
@@ -216,5 +191,5 @@ func TestParseFaulthandlerLinearTime(t *testing.T) {
 		"prose":        strings.Repeat("zz\n\n", 40000),
 		"long name":    "Stack (most recent call first):\n  File \"" + strings.Repeat("a", 1<<20) + "\", line 1 in f\n",
 		"fatal events": strings.Repeat("Fatal Python error: x\n", 40000),
-	}, map[string]bool{"frames": true, "threads": true, "prose": false, "fatal events": false})
+	}, map[string]bool{"frames": true, "threads": true, "prose": false, "fatal events": false}, linearBound)
 }

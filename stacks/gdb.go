@@ -66,17 +66,13 @@ func ParseGDB(r io.Reader) (*Snapshot, []Skipped, error) {
 	p.lines = lines
 	p.run()
 	p.finish()
-
-	snap := &Snapshot{Schema: Schema, Source: "gdb", Samples: 1}
-	if len(p.proc.Threads) == 0 {
-		if readErr != nil {
-			return nil, p.skipped, readErr
-		}
-		return nil, p.skipped, p.emptyError()
+	var snap *Snapshot
+	if len(p.proc.Threads) > 0 {
+		snap = &Snapshot{Schema: Schema, Source: "gdb", Samples: 1, Processes: []*Process{p.proc}}
+		snap.Evidence.Arguments = hasArgs(p.proc)
 	}
-	snap.Processes = []*Process{p.proc}
-	snap.Evidence.Arguments = hasArgs(p.proc)
-	return snap, p.skipped, readErr
+	snap, err := readResult(snap, readErr, p.emptyError)
+	return snap, p.skipped, err
 }
 
 // hasArgs says whether any frame of the process carries arguments.
@@ -159,7 +155,7 @@ func (p *gdbParser) run() {
 		if p.firstText == 0 {
 			p.firstText = l.no
 		}
-		if strings.HasPrefix(l.text, "```") || strings.HasPrefix(l.text, "~~~") {
+		if isFence(l.text) {
 			continue
 		}
 		if num, ok := frameNumber(l.text); ok {
@@ -240,27 +236,44 @@ const maxWrapLines = 64
 // parenDepth counts parentheses left open in s, outside quotes.
 func parenDepth(s string) int {
 	depth := 0
-	var quote byte
+	var q quoteState
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case quote != 0:
-			if c == '\\' {
-				i++
-			} else if c == quote {
-				quote = 0
-			}
-		case c == '"':
-			quote = c
-		case c == '\'' && i+2 < len(s) && (s[i+2] == '\'' || s[i+1] == '\\'):
-			quote = c // a char literal, '(' or '\''
-		case c == '(':
+		if q.skip(s, &i) {
+			continue
+		}
+		switch s[i] {
+		case '(':
 			depth++
-		case c == ')':
+		case ')':
 			depth--
 		}
 	}
 	return depth
+}
+
+// quoteState follows the strings and char literals of gdb's text, read
+// left to right.
+type quoteState struct{ quote byte }
+
+// skip says whether s[*i] is quoted text, or a quote opening or closing
+// it, moving *i past an escaped character.
+func (q *quoteState) skip(s string, i *int) bool {
+	c := s[*i]
+	switch {
+	case q.quote != 0:
+		if c == '\\' {
+			*i++
+		} else if c == q.quote {
+			q.quote = 0
+		}
+	case c == '"':
+		q.quote = c
+	case c == '\'' && *i+2 < len(s) && (s[*i+2] == '\'' || s[*i+1] == '\\'):
+		q.quote = c // a char literal: '(' or '\''
+	default:
+		return false
+	}
+	return true
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
@@ -491,11 +504,7 @@ func (p *gdbParser) frame(l textLine, numStr, body string, cut bool) {
 		gt.rawFirst = body
 	}
 	if num > gt.lastNo+1 {
-		if num == gt.lastNo+2 {
-			p.threadNote(gt, fmt.Sprintf("frame #%d not in the dump", gt.lastNo+1))
-		} else {
-			p.threadNote(gt, fmt.Sprintf("frames #%d–#%d not in the dump", gt.lastNo+1, num-1))
-		}
+		p.threadNote(gt, missingFrames(gt.lastNo, num))
 	}
 	gt.lastNo = num
 	f, hasAddr, complete := parseGDBFrame(body)
@@ -503,7 +512,7 @@ func (p *gdbParser) frame(l textLine, numStr, body string, cut bool) {
 		p.anyAddr = true
 	}
 	if !complete || cut {
-		p.threadNote(gt, fmt.Sprintf("line %d: frame #%d cut mid-way; its function name may be partial", l.no, num))
+		p.threadNote(gt, cutFrame(l.no, num))
 	}
 	gt.t.Stack = append(gt.t.Stack, f)
 	gt.hasAddr = append(gt.hasAddr, hasAddr)
@@ -523,14 +532,10 @@ func (p *gdbParser) implicitThread() *gdbThread {
 // false when the line was cut before the end of the argument list.
 func parseGDBFrame(body string) (f Frame, hasAddr, complete bool) {
 	if strings.HasPrefix(body, "0x") {
-		end := 2
-		for end < len(body) && isHex(body[end]) {
-			end++
-		}
-		rest := body[end:]
+		pc, ok, rest, _ := framePC(body)
 		switch {
 		case strings.HasPrefix(rest, " in "):
-			if pc, err := strconv.ParseUint(body[2:end], 16, 64); err == nil {
+			if ok {
 				f.PC = pc
 				hasAddr = true
 			}
@@ -539,7 +544,7 @@ func parseGDBFrame(body string) (f Frame, hasAddr, complete bool) {
 			// cut inside or right after the address: it may be partial
 			return f, true, false
 		case rest == " " || rest == " i":
-			if pc, err := strconv.ParseUint(body[2:end], 16, 64); err == nil {
+			if ok {
 				f.PC = pc
 			}
 			return f, true, false
@@ -609,13 +614,7 @@ func splitGDBArgs(body string) (name, args string, complete bool) {
 		switch c := body[i]; c {
 		case 'o':
 			// operator<, operator<<=, operator->…: not template brackets
-			if strings.HasPrefix(body[i:], "operator") && (i == 0 || !isIdentByte(body[i-1])) {
-				j := i + len("operator")
-				for j < len(body) && strings.IndexByte("<>=-!+*/%^&|~", body[j]) >= 0 {
-					j++
-				}
-				i = j - 1
-			}
+			i = skipOperator(body, i)
 		case '<':
 			depth++
 		case '>':
@@ -630,13 +629,6 @@ func splitGDBArgs(body string) (name, args string, complete bool) {
 	}
 	return strings.TrimSpace(body), "", false
 }
-
-// Bounds on what one frame keeps of its arguments: a garbled or hostile
-// dump must not make every frame carry a megabyte.
-const (
-	maxArgs     = 32
-	maxArgValue = 256
-)
 
 // parseGDBArgList reads gdb's argument list, the text between a frame's
 // parentheses: "mutex=0x5555… <server_lock>, private=0". Arguments are
@@ -688,33 +680,21 @@ func parseGDBArgList(s string) []Arg {
 func splitArgPieces(s string, angles bool) (pieces []string, ok bool) {
 	pieces = make([]string, 0, 8)
 	depth, angle := 0, 0
-	var quote byte
+	var q quoteState
 	start := 0
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case quote != 0:
-			if c == '\\' {
-				i++
-			} else if c == quote {
-				quote = 0
-			}
-		case c == '"':
-			quote = c
-		case c == '\'' && i+2 < len(s) && (s[i+2] == '\'' || s[i+1] == '\\'):
-			quote = c // a char literal: '(' or '\''
+		if q.skip(s, &i) {
+			continue
+		}
+		switch c := s[i]; {
 		case c == '(' || c == '{' || c == '[':
 			depth++
 		case c == ')' || c == '}' || c == ']':
 			if depth > 0 {
 				depth--
 			}
-		case angles && c == 'o' && strings.HasPrefix(s[i:], "operator") && (i == 0 || !isIdentByte(s[i-1])):
-			j := i + len("operator")
-			for j < len(s) && strings.IndexByte("<>=-!+*/%^&|~", s[j]) >= 0 {
-				j++
-			}
-			i = j - 1
+		case angles && c == 'o':
+			i = skipOperator(s, i)
 		case angles && c == '<':
 			angle++
 		case angles && c == '>':
@@ -742,6 +722,20 @@ func isArgName(s string) bool {
 		}
 	}
 	return true
+}
+
+// skipOperator returns, when the word "operator" starts at s[i], the
+// index of the last of the symbol characters after it (operator<,
+// operator<<=, operator->: not template brackets); else i.
+func skipOperator(s string, i int) int {
+	if !strings.HasPrefix(s[i:], "operator") || i > 0 && isIdentByte(s[i-1]) {
+		return i
+	}
+	j := i + len("operator")
+	for j < len(s) && strings.IndexByte("<>=-!+*/%^&|~", s[j]) >= 0 {
+		j++
+	}
+	return j - 1
 }
 
 func isIdentByte(c byte) bool {
@@ -851,12 +845,6 @@ func markInlined(gt *gdbThread) {
 }
 
 func (p *gdbParser) emptyError() error {
-	if len(p.lines) == 0 || p.firstText == 0 {
-		return &LineError{Msg: "empty input: no gdb backtrace"}
-	}
-	line := p.firstText
-	if len(p.skipped) > 0 {
-		line = p.skipped[0].From
-	}
-	return &LineError{Line: line, Msg: `not a gdb backtrace: no frame ("#0  …") or thread header ("Thread 2 (…):")`}
+	return nothingRead(p.firstText, p.skipped, "empty input: no gdb backtrace",
+		`not a gdb backtrace: no frame ("#0  …") or thread header ("Thread 2 (…):")`)
 }

@@ -1,141 +1,18 @@
 package stacks
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
-	"flag"
-	"os"
-	"path/filepath"
 	"reflect"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
-
-var updateGDB = flag.Bool("update-gdb", false, "rewrite testdata/dumps/gdb/*.golden.json from the parser's output")
-
-const gdbDumps = "../testdata/dumps/gdb"
-
-// gdbGolden is what a golden file holds for one dump.
-type gdbGolden struct {
-	Skipped  []Skipped `json:"skipped"`
-	Error    string    `json:"error,omitempty"`
-	Snapshot *Snapshot `json:"snapshot"`
-}
-
-func gdbDumpFiles(t testing.TB) []string {
-	var files []string
-	for _, pat := range []string{"*.txt", "*.md"} {
-		m, err := filepath.Glob(filepath.Join(gdbDumps, pat))
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, m...)
-	}
-	if len(files) == 0 {
-		t.Fatalf("no dumps under %s", gdbDumps)
-	}
-	return files
-}
 
 func parseGDBFile(t *testing.T, name string) (*Snapshot, []Skipped) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(gdbDumps, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap, skipped, err := ParseGDB(bytes.NewReader(b))
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	return snap, skipped
+	return parseStoredDump(t, "gdb", name, ParseGDB)
 }
 
 func TestParseGDBGolden(t *testing.T) {
-	for _, file := range gdbDumpFiles(t) {
-		name := filepath.Base(file)
-		t.Run(name, func(t *testing.T) {
-			b, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			snap, skipped, err := ParseGDB(bytes.NewReader(b))
-			g := gdbGolden{Skipped: skipped, Snapshot: snap}
-			if err != nil {
-				g.Error = err.Error()
-			}
-			got, err := json.MarshalIndent(g, "", "  ")
-			if err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, '\n')
-			golden := strings.TrimSuffix(file, filepath.Ext(file)) + ".golden.json"
-			if *updateGDB {
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test ./stacks -run TestParseGDBGolden -update-gdb to create it)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("%s differs from %s; rerun with -update-gdb if the change is intended\n%s",
-					name, filepath.Base(golden), firstDiff(string(want), string(got)))
-			}
-		})
-	}
-}
-
-// firstDiff shows the first line where two texts differ.
-func firstDiff(want, got string) string {
-	wl, gl := strings.Split(want, "\n"), strings.Split(got, "\n")
-	for i := 0; i < len(wl) || i < len(gl); i++ {
-		var w, g string
-		if i < len(wl) {
-			w = wl[i]
-		}
-		if i < len(gl) {
-			g = gl[i]
-		}
-		if w != g {
-			return "line " + strconv.Itoa(i+1) + ":\n want: " + w + "\n  got: " + g
-		}
-	}
-	return ""
-}
-
-func funcs(st []Frame) []string {
-	out := make([]string, len(st))
-	for i, f := range st {
-		out[i] = f.Name()
-	}
-	return out
-}
-
-func threadByName(t *testing.T, p *Process, name string) *Thread {
-	t.Helper()
-	for _, th := range p.Threads {
-		if th.Name == name {
-			return th
-		}
-	}
-	t.Fatalf("no thread named %q", name)
-	return nil
-}
-
-func threadByTid(t *testing.T, p *Process, tid int) *Thread {
-	t.Helper()
-	for _, th := range p.Threads {
-		if th.Tid == tid {
-			return th
-		}
-	}
-	t.Fatalf("no thread %d", tid)
-	return nil
+	checkDumpGoldens(t, "gdb", ParseGDB, 0)
 }
 
 func TestParseGDBMutexO2(t *testing.T) {
@@ -154,17 +31,9 @@ func TestParseGDBMutexO2(t *testing.T) {
 		t.Errorf("pid %d, want the main thread's tid %d", p.Pid, p.Threads[4].Tid)
 	}
 	dog := threadByName(t, p, "dog")
-	want := []string{"futex_wait", "__GI___lll_lock_wait", "lll_mutex_lock_optimized", "___pthread_mutex_lock",
-		"take_lock", "dog_fetch", "dog_dig", "dog_sniff", "dog_wander", "dog_worker", "start_thread", "clone3"}
-	if got := funcs(dog.Stack); !reflect.DeepEqual(got, want) {
-		t.Errorf("dog stack\n got %q\nwant %q", got, want)
-	}
-	inl := []bool{true, false, true, false, false, false, false, false, false, false, false, false}
-	for i, f := range dog.Stack {
-		if f.Inlined != inl[i] {
-			t.Errorf("dog #%d %s: Inlined %v, want %v", i, f.Func, f.Inlined, inl[i])
-		}
-	}
+	checkFuncs(t, "dog stack", dog.Stack, "futex_wait", "__GI___lll_lock_wait", "lll_mutex_lock_optimized", "___pthread_mutex_lock",
+		"take_lock", "dog_fetch", "dog_dig", "dog_sniff", "dog_wander", "dog_worker", "start_thread", "clone3")
+	checkInlined(t, "dog", dog.Stack, true, false, true, false, false, false, false, false, false, false, false, false)
 	f0, f2, f3, f4 := dog.Stack[0], dog.Stack[2], dog.Stack[3], dog.Stack[4]
 	if f0.File != "../sysdeps/nptl/futex-internal.h" || f0.Line != 146 || f0.PC != 0 {
 		t.Errorf("#0 = %+v", f0)
@@ -311,11 +180,8 @@ func TestParseGDBSignal(t *testing.T) {
 			if victim == nil || victim.Tid == 0 {
 				t.Fatalf("no victim thread with a tid: %+v", snap.Processes[0].Threads)
 			}
-			want := []string{"__GI___libc_read", "__GI___libc_read", "handler_blocks", "on_usr1",
-				"<signal handler called>", "__libc_pause", "interrupted_work", "victim_main", "start_thread", "clone3"}
-			if got := funcs(victim.Stack); !reflect.DeepEqual(got, want) {
-				t.Errorf("victim\n got %q\nwant %q", got, want)
-			}
+			checkFuncs(t, "victim", victim.Stack, "__GI___libc_read", "__GI___libc_read", "handler_blocks", "on_usr1",
+				"<signal handler called>", "__libc_pause", "interrupted_work", "victim_main", "start_thread", "clone3")
 			if !victim.Stack[4].Signal || victim.Stack[4].Func != "" || victim.Stack[3].Signal {
 				t.Errorf("signal frame: %+v", victim.Stack[3:6])
 			}
@@ -388,26 +254,11 @@ func TestParseGDBPasted(t *testing.T) {
 	if p.Pid != main.Tid {
 		t.Errorf("pid %d, want thread 1's tid %d", p.Pid, main.Tid)
 	}
-	var got []string
-	for _, s := range skipped {
-		got = append(got, s.String())
-	}
-	want := []string{
-		"lines 1–3 skipped: not a stack",
-		"line 34 skipped: not a stack",
-		"lines 62–64 skipped: not a stack",
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("skipped\n got %q\nwant %q", got, want)
-	}
+	checkSkipped(t, skipped, "lines 1–3 skipped: not a stack", "line 34 skipped: not a stack", "lines 62–64 skipped: not a stack")
 }
 
 func TestParseGDBFrames(t *testing.T) {
-	tests := []struct {
-		line string
-		want Frame
-		cut  bool
-	}{
+	checkFrameLines(t, ParseGDB, []frameCase{
 		{`#0  0x00007f0000001000 in foo (a=1, s=0x1 "x)(y") at x.c:12`,
 			Frame{Func: "foo", PC: 0x7f0000001000, File: "x.c", Line: 12, Args: []Arg{{"a", "1"}, {"s", `0x1 "x)(y"`}}}, false},
 		{`#0  bar (c=40 '(') at dir with space/y.c:7`,
@@ -435,25 +286,7 @@ func TestParseGDBFrames(t *testing.T) {
 			Frame{Func: "std::vector<int, std::alloc", PC: 0x7f0000001000}, true},
 		{`#0  0x00007f00000`, Frame{}, true},
 		{`#0  main () at t.c:`, Frame{Func: "main"}, true},
-	}
-	for _, tt := range tests {
-		snap, skipped, err := ParseGDB(strings.NewReader(tt.line + "\n"))
-		if err != nil || len(skipped) != 0 {
-			t.Errorf("%s: err %v skipped %v", tt.line, err, skipped)
-			continue
-		}
-		th := snap.Processes[0].Threads[0]
-		if len(th.Stack) != 1 {
-			t.Errorf("%s: %d frames", tt.line, len(th.Stack))
-			continue
-		}
-		if got := th.Stack[0]; !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("%s\n got %+v\nwant %+v", tt.line, got, tt.want)
-		}
-		if cut := len(th.Notes) > 0; cut != tt.cut {
-			t.Errorf("%s: cut %v (notes %q), want %v", tt.line, cut, th.Notes, tt.cut)
-		}
-	}
+	})
 }
 
 func TestParseGDBArgs(t *testing.T) {
@@ -547,34 +380,16 @@ Thread 4 (Thread 0x7f0000000800 (LWP 1240
 }
 
 func TestParseGDBErrors(t *testing.T) {
-	tests := []struct{ in, want string }{
+	checkParseErrors(t, ParseGDB, []errorCase{
 		{"", "empty input: no gdb backtrace"},
 		{"\n\n  \n", "empty input: no gdb backtrace"},
 		{"hello\nworld\n", `line 1: not a gdb backtrace: no frame ("#0  …") or thread header ("Thread 2 (…):")`},
 		{"[New LWP 5]\n\nsome text\n", `line 3: not a gdb backtrace: no frame ("#0  …") or thread header ("Thread 2 (…):")`},
-	}
-	for _, tt := range tests {
-		snap, _, err := ParseGDB(strings.NewReader(tt.in))
-		var le *LineError
-		if snap != nil || !errors.As(err, &le) || err.Error() != tt.want {
-			t.Errorf("%q: snap %v err %v, want %q", tt.in, snap, err, tt.want)
-		}
-	}
-}
-
-type failingReader struct{ data []byte }
-
-func (r *failingReader) Read(p []byte) (int, error) {
-	if len(r.data) == 0 {
-		return 0, errors.New("disk on fire")
-	}
-	n := copy(p, r.data)
-	r.data = r.data[n:]
-	return n, nil
+	})
 }
 
 func TestParseGDBReadError(t *testing.T) {
-	snap, _, err := ParseGDB(&failingReader{data: []byte("Thread 1 (LWP 7):\n#0  0x1 in f ()\n")})
+	snap, _, err := ParseGDB(&brokenReader{data: []byte("Thread 1 (LWP 7):\n#0  0x1 in f ()\n")})
 	if err == nil || !strings.Contains(err.Error(), "disk on fire") {
 		t.Fatalf("err %v", err)
 	}
@@ -596,44 +411,11 @@ func TestParseGDBLongLine(t *testing.T) {
 }
 
 func FuzzParseGDB(f *testing.F) {
-	for _, file := range gdbDumpFiles(f) {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			f.Fatal(err)
+	fuzzDumps(f, "gdb", ParseGDB, func(t *testing.T, snap *Snapshot) {
+		if len(snap.Processes) != 1 {
+			t.Fatalf("%d processes: a gdb dump is of one", len(snap.Processes))
 		}
-		f.Add(b)
-	}
-	f.Add([]byte("#0  0x1 in f (\"(\"\n    ) at x:1\n"))
-	f.Add([]byte("Thread 1 (LWP 1):\n#5 a\n#0 b\n"))
-	f.Fuzz(func(t *testing.T, in []byte) {
-		snap, skipped, err := ParseGDB(bytes.NewReader(in))
-		nlines := bytes.Count(in, []byte("\n")) + 1
-		if err != nil {
-			var le *LineError
-			if snap != nil || !errors.As(err, &le) || le.Line < 0 || le.Line > nlines {
-				t.Fatalf("snap %v err %v", snap, err)
-			}
-		} else if snap == nil || len(snap.Processes) != 1 || len(snap.Processes[0].Threads) == 0 {
-			t.Fatalf("no error and nothing read: %+v", snap)
-		}
-		last := 0
-		for _, s := range skipped {
-			if s.From <= last || s.To < s.From || s.To > nlines || s.Why == "" {
-				t.Fatalf("bad skipped ranges %v (%d lines)", skipped, nlines)
-			}
-			last = s.To
-		}
-		if snap != nil {
-			for _, th := range snap.Processes[0].Threads {
-				if th.Stack == nil {
-					t.Fatalf("thread %d: nil stack", th.Tid)
-				}
-			}
-			if _, err := json.Marshal(snap); err != nil {
-				t.Fatal(err)
-			}
-		}
-	})
+	}, "#0  0x1 in f (\"(\"\n    ) at x:1\n", "Thread 1 (LWP 1):\n#5 a\n#0 b\n")
 }
 
 // Inputs that would take quadratic time in a careless parser (long runs
@@ -653,37 +435,10 @@ func TestParseGDBLinearTime(t *testing.T) {
 		"arguments":                  "#0  f (" + strings.Repeat("a=<b, c={\"'(", 50000) + ")\n",
 		"many frames with arguments": strings.Repeat("#1  f (m=0x5555 <lock>, x=1) at x.c:1\n", 50000),
 	}
-	for name, in := range cases {
-		start := time.Now()
-		_, _, err := ParseGDB(strings.NewReader(in))
-		if noStack := name == "prose" || name == "open parens"; (err != nil) != noStack {
-			t.Errorf("%s: %v", name, err)
-		}
-		if d := time.Since(start); d > 5*time.Second {
-			t.Errorf("%s: %v for %d bytes", name, d, len(in))
-		}
-	}
+	checkDumpLinear(t, ParseGDB, cases, allSnapshotsBut(cases, "prose", "open parens"), linearBound)
 }
 
 // BenchmarkParseGDB reports parse speed (MB/s) over every stored dump.
 func BenchmarkParseGDB(b *testing.B) {
-	var all [][]byte
-	size := 0
-	for _, file := range gdbDumpFiles(b) {
-		d, err := os.ReadFile(file)
-		if err != nil {
-			b.Fatal(err)
-		}
-		all = append(all, d)
-		size += len(d)
-	}
-	b.SetBytes(int64(size))
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		for _, d := range all {
-			if _, _, err := ParseGDB(bytes.NewReader(d)); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
+	benchmarkDumps(b, "gdb", ParseGDB)
 }

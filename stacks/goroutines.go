@@ -43,21 +43,15 @@ import (
 // before).
 func ParseGoroutines(r io.Reader) (*Snapshot, []Skipped, error) {
 	p := &goParser{intern: map[string]string{}}
-	readErr := scanTextLines(r, func(l textLine) error {
-		p.line(l)
-		return nil
-	})
+	readErr := scanTextLines(r, p.line)
 	p.eof()
-
-	if len(p.procs) == 0 {
-		if readErr != nil {
-			return nil, p.skipped, readErr
-		}
-		return nil, p.skipped, p.emptyError()
+	var snap *Snapshot
+	if len(p.procs) > 0 {
+		snap = &Snapshot{Schema: Schema, Source: "goroutines", Samples: 1, Processes: p.procs}
+		snap.Evidence.Arguments = p.anyArgs
 	}
-	snap := &Snapshot{Schema: Schema, Source: "goroutines", Samples: 1, Processes: p.procs}
-	snap.Evidence.Arguments = p.anyArgs
-	return snap, p.skipped, readErr
+	snap, err := readResult(snap, readErr, p.emptyError)
+	return snap, p.skipped, err
 }
 
 // goPending is a line waiting for the location line under it.
@@ -287,7 +281,7 @@ func (p *goParser) flushPending(located bool) {
 		return
 	}
 	if pd.cut {
-		p.threadNote(fmt.Sprintf("line %d: frame #%d cut mid-way; its function name may be partial", pd.no, len(p.frames)))
+		p.threadNote(cutFrame(pd.no, len(p.frames)))
 	} else if !located {
 		p.threadNote(fmt.Sprintf("line %d: frame #%d has no file:line under it", pd.no, len(p.frames)))
 	}
@@ -647,14 +641,8 @@ func (p *goParser) skip(no int, why string) {
 }
 
 func (p *goParser) emptyError() error {
-	if p.firstText == 0 {
-		return &LineError{Msg: "empty input: no goroutine dump"}
-	}
-	line := p.firstText
-	if len(p.skipped) > 0 {
-		line = p.skipped[0].From
-	}
-	return &LineError{Line: line, Msg: `not a Go goroutine dump: no goroutine header ("goroutine 1 [running]:")`}
+	return nothingRead(p.firstText, p.skipped, "empty input: no goroutine dump",
+		`not a Go goroutine dump: no goroutine header ("goroutine 1 [running]:")`)
 }
 
 // parseGoCall reads a frame line, "pkg.(*T).m(0xc000012345, {0x1, 0x2})".

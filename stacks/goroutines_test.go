@@ -3,8 +3,6 @@ package stacks
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,49 +18,18 @@ import (
 	"time"
 )
 
-var updateGoroutines = flag.Bool("update-goroutines", false, "rewrite testdata/dumps/goroutines/*.golden.json from the parser's output")
-
-// goDumps holds goroutine dumps taken here from the patients under
-// testdata/gorun (gen.sh there regenerates them) and pasted variants.
-const goDumps = "../testdata/dumps/goroutines"
-
-type goGolden struct {
-	Skipped  []Skipped `json:"skipped"`
-	Error    string    `json:"error,omitempty"`
-	Snapshot *Snapshot `json:"snapshot"`
-}
-
-func goDumpFiles(t testing.TB) []string {
-	var files []string
-	for _, pat := range []string{"*.txt", "*.md"} {
-		m, err := filepath.Glob(filepath.Join(goDumps, pat))
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, m...)
-	}
-	if len(files) == 0 {
-		t.Fatalf("no dumps under %s", goDumps)
-	}
-	return files
-}
+// The dumps under testdata/dumps/goroutines are taken here from the
+// patients under testdata/gorun (gen.sh there regenerates them), with
+// pasted variants.
 
 func readGoDump(t testing.TB, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(goDumps, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return readStoredDump(t, "goroutines", name)
 }
 
 func parseGoFile(t *testing.T, name string) (*Snapshot, []Skipped) {
 	t.Helper()
-	snap, skipped, err := ParseGoroutines(bytes.NewReader(readGoDump(t, name)))
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	return snap, skipped
+	return parseStoredDump(t, "goroutines", name, ParseGoroutines)
 }
 
 func parseGoString(t *testing.T, in string) (*Snapshot, []Skipped) {
@@ -106,16 +73,8 @@ func frameOf(t *testing.T, th *Thread, fn string) Frame {
 			return f
 		}
 	}
-	t.Fatalf("goroutine %d: no frame %s in %q", th.Tid, fn, goFuncs(th.Stack))
+	t.Fatalf("goroutine %d: no frame %s in %q", th.Tid, fn, funcs(th.Stack))
 	return Frame{}
-}
-
-func goFuncs(st []Frame) []string {
-	out := make([]string, len(st))
-	for i, f := range st {
-		out[i] = f.Name()
-	}
-	return out
 }
 
 func argValues(f Frame) []string {
@@ -129,74 +88,13 @@ func argValues(f Frame) []string {
 	return out
 }
 
-func skippedStrings(sk []Skipped) []string {
-	var out []string
-	for _, s := range sk {
-		out = append(out, s.String())
-	}
-	return out
-}
-
 // goGoldenMax is the largest dump given a golden file: the leak's 1,000
 // goroutines would make one of megabytes; TestParseGoroutinesLeak checks
 // it instead.
 const goGoldenMax = 256 << 10
 
 func TestParseGoroutinesGolden(t *testing.T) {
-	for _, file := range goDumpFiles(t) {
-		name := filepath.Base(file)
-		t.Run(name, func(t *testing.T) {
-			b, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(b) > goGoldenMax {
-				t.Skipf("%d bytes: no golden file for a dump this large", len(b))
-			}
-			snap, skipped, err := ParseGoroutines(bytes.NewReader(b))
-			g := goGolden{Skipped: skipped, Snapshot: snap}
-			if err != nil {
-				g.Error = err.Error()
-			}
-			got, err := json.MarshalIndent(g, "", "  ")
-			if err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, '\n')
-			golden := strings.TrimSuffix(file, filepath.Ext(file)) + ".golden.json"
-			if *updateGoroutines {
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test ./stacks -run TestParseGoroutinesGolden -update-goroutines to create it)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("%s differs from %s; rerun with -update-goroutines if the change is intended\n%s",
-					name, filepath.Base(golden), goFirstDiff(string(want), string(got)))
-			}
-		})
-	}
-}
-
-func goFirstDiff(want, got string) string {
-	wl, gl := strings.Split(want, "\n"), strings.Split(got, "\n")
-	for i := 0; i < len(wl) || i < len(gl); i++ {
-		var w, g string
-		if i < len(wl) {
-			w = wl[i]
-		}
-		if i < len(gl) {
-			g = gl[i]
-		}
-		if w != g {
-			return "line " + strconv.Itoa(i+1) + ":\n want: " + w + "\n  got: " + g
-		}
-	}
-	return ""
+	checkDumpGoldens(t, "goroutines", ParseGoroutines, goGoldenMax)
 }
 
 // Every dump produced here reads whole: nothing skipped, every goroutine
@@ -299,7 +197,7 @@ func TestParseGoroutinesABBA(t *testing.T) {
 				if strings.Contains(tt.file, "pprof") || strings.Contains(tt.file, "stack") {
 					want = want[3 : len(want)-1] // runtime frames are hidden below GOTRACEBACK=system
 				}
-				if got := goFuncs(th.Stack); !reflect.DeepEqual(got, want) {
+				if got := funcs(th.Stack); !reflect.DeepEqual(got, want) {
 					t.Errorf("goroutine %d\n got %q\nwant %q", th.Tid, got, want)
 				}
 				for _, f := range th.Stack {
@@ -373,7 +271,7 @@ func TestParseGoroutinesCrash(t *testing.T) {
 		if th.Tid == 0 {
 			ms = append(ms, th.Name)
 			if th.Goroutine.Status != "idle" || th.Stack[len(th.Stack)-1].Func != "runtime.mcall" && th.Stack[len(th.Stack)-1].Func != "runtime.mstart" {
-				t.Errorf("%s: %s %q", th.Name, th.Goroutine.Status, goFuncs(th.Stack))
+				t.Errorf("%s: %s %q", th.Name, th.Goroutine.Status, funcs(th.Stack))
 			}
 		}
 	}
@@ -439,13 +337,11 @@ func TestParseGoroutinesPasted(t *testing.T) {
 				n := bytes.Count(readGoDump(t, tt.from), []byte("\n"))
 				wantSkipped = []string{tt.first + " skipped: not a stack", fmt.Sprintf("line %d skipped: not a stack", n+tt.after)}
 			}
-			if !reflect.DeepEqual(skippedStrings(skipped), wantSkipped) {
-				t.Errorf("skipped %q, want %q", skippedStrings(skipped), wantSkipped)
-			}
+			checkSkipped(t, skipped, wantSkipped...)
 			gj, _ := json.Marshal(got)
 			wj, _ := json.Marshal(want)
 			if !bytes.Equal(gj, wj) {
-				t.Errorf("%s and %s differ:\n%s", tt.file, tt.from, goFirstDiff(string(wj), string(gj)))
+				t.Errorf("%s and %s differ:\n%s", tt.file, tt.from, firstLineDiff(string(wj), string(gj)))
 			}
 		})
 	}
@@ -453,15 +349,13 @@ func TestParseGoroutinesPasted(t *testing.T) {
 	// Two dumps in one log: two processes.
 	snap, skipped := parseGoFile(t, "log_two_dumps.txt")
 	n := bytes.Count(readGoDump(t, "waitgroup_debug_stack.txt"), []byte("\n"))
-	if got := skippedStrings(skipped); !reflect.DeepEqual(got, []string{"lines 1–2 skipped: not a stack", fmt.Sprintf("line %d skipped: not a stack", n+3)}) {
-		t.Errorf("log: skipped %q", got)
-	}
+	checkSkipped(t, skipped, "lines 1–2 skipped: not a stack", fmt.Sprintf("line %d skipped: not a stack", n+3))
 	a, _ := parseGoFile(t, "waitgroup_debug_stack.txt")
 	b, _ := parseGoFile(t, "waitgroup_sigquit.txt")
 	gj, _ := json.Marshal(snap.Processes)
 	wj, _ := json.Marshal(append(a.Processes, b.Processes...))
 	if !bytes.Equal(gj, wj) {
-		t.Errorf("log: %s", goFirstDiff(string(wj), string(gj)))
+		t.Errorf("log: %s", firstLineDiff(string(wj), string(gj)))
 	}
 }
 
@@ -477,7 +371,7 @@ func TestParseGoroutinesCut(t *testing.T) {
 	if last.Tid != 3 || last.Goroutine.Status != "chan send" || last.Goroutine.WaitMinutes != 2 {
 		t.Fatalf("last goroutine %+v", last.Goroutine)
 	}
-	if got := goFuncs(last.Stack); !reflect.DeepEqual(got, []string{"runtime.gopark", "runtime.chansend", "runtime.chansend1"}) {
+	if got := funcs(last.Stack); !reflect.DeepEqual(got, []string{"runtime.gopark", "runtime.chansend", "runtime.chansend1"}) {
 		t.Errorf("stack %q", got)
 	}
 	f := last.Stack[2]
@@ -494,7 +388,7 @@ func TestParseGoroutinesLeak(t *testing.T) {
 	groups := GroupThreads(p.Threads)
 	g := groups[0]
 	if len(g.Threads) != 1000 || g.Stack[len(g.Stack)-2].Func != "main.(*server).handle.func1" {
-		t.Fatalf("largest group: %d goroutines in %q", len(g.Threads), goFuncs(g.Stack))
+		t.Fatalf("largest group: %d goroutines in %q", len(g.Threads), funcs(g.Stack))
 	}
 	for _, th := range g.Threads {
 		if gr := th.Goroutine; gr.Status != "select" || gr.WaitMinutes != 1 || gr.CreatedBy.Func != "main.(*server).handle" {
@@ -639,13 +533,13 @@ created by main.main
 	g1, g2, g3 := goroutine(t, p, 1), goroutine(t, p, 2), goroutine(t, p, 3)
 	if len(g1.Stack) != 2 || strings.Join(g1.Notes, "|") != "120 frames elided by the runtime between the frames shown|frames elided by the runtime: the stack is deeper than the dump shows" ||
 		g1.Goroutine.CreatedBy.Func != "main.start" || g1.Goroutine.CreatedByGoroutine != 42 || g1.Goroutine.CreatedBy.Line != 9 {
-		t.Errorf("g1 %q %q %+v", goFuncs(g1.Stack), g1.Notes, g1.Goroutine)
+		t.Errorf("g1 %q %q %+v", funcs(g1.Stack), g1.Notes, g1.Goroutine)
 	}
 	if len(g2.Stack) != 0 || g2.Stack == nil || len(g2.Notes) != 1 || !strings.Contains(g2.Notes[0], "stack unavailable") ||
 		g2.Goroutine.CreatedBy.Func != "main.main" || g2.Goroutine.CreatedByGoroutine != 0 {
 		t.Errorf("g2 %+v %+v", g2, g2.Goroutine)
 	}
-	if got := goFuncs(g3.Stack); !reflect.DeepEqual(got, []string{"main.child"}) || g3.Goroutine.CreatedBy.Func != "main.parent" ||
+	if got := funcs(g3.Stack); !reflect.DeepEqual(got, []string{"main.child"}) || g3.Goroutine.CreatedBy.Func != "main.parent" ||
 		len(g3.Notes) != 1 || !strings.Contains(g3.Notes[0], "[originating from goroutine 2]") {
 		t.Errorf("g3 %q %+v %q", got, g3.Goroutine, g3.Notes)
 	}
@@ -699,11 +593,11 @@ main.main()
 		t.Fatalf("threads %d message %q notes %q", len(p.Threads), p.Message, p.Notes)
 	}
 	g5 := goroutine(t, p, 5)
-	if got := goFuncs(g5.Stack); !reflect.DeepEqual(got, []string{"main.spin"}) || len(g5.Notes) != 0 || g5.Goroutine.CreatedBy.Func != "main.main" || g5.State != "R" {
+	if got := funcs(g5.Stack); !reflect.DeepEqual(got, []string{"main.spin"}) || len(g5.Notes) != 0 || g5.Goroutine.CreatedBy.Func != "main.main" || g5.State != "R" {
 		t.Errorf("g5 %q %q %+v", got, g5.Notes, g5.Goroutine)
 	}
 	if g1 := goroutine(t, p, 1); len(g1.Stack) != 2 {
-		t.Errorf("g1 %q", goFuncs(g1.Stack))
+		t.Errorf("g1 %q", funcs(g1.Stack))
 	}
 	if q := snap.Processes[1]; len(q.Threads) != 1 || q.Message != "" || q.Threads[0].Stack[0].Line != 7 {
 		t.Errorf("second dump %+v", q)
@@ -711,40 +605,22 @@ main.main()
 }
 
 func TestParseGoroutinesErrors(t *testing.T) {
-	tests := []struct{ in, want string }{
+	debug1 := "goroutine profile: total 3\n2 @ 0x43b1c5 0x44a8f2\n#\t0x43b1c5\truntime.gopark+0xe5\t/go/src/runtime/proc.go:398\n"
+	checkParseErrors(t, ParseGoroutines, []errorCase{
 		{"", "empty input: no goroutine dump"},
 		{"\n\n  \n", "empty input: no goroutine dump"},
 		{"hello\nworld\n", `line 1: not a Go goroutine dump: no goroutine header ("goroutine 1 [running]:")`},
 		{"\n\nSIGQUIT: quit\nPC=0x1 m=0 sigcode=0\n", `line 3: not a Go goroutine dump: no goroutine header ("goroutine 1 [running]:")`},
 		{"main.main()\n\t/m.go:1 +0x1\n", `line 1: not a Go goroutine dump: no goroutine header ("goroutine 1 [running]:")`},
-		{"goroutine profile: total 3\n2 @ 0x43b1c5 0x44a8f2\n#\t0x43b1c5\truntime.gopark+0xe5\t/go/src/runtime/proc.go:398\n",
-			`line 1: not a Go goroutine dump: no goroutine header ("goroutine 1 [running]:")`},
+		{debug1, `line 1: not a Go goroutine dump: no goroutine header ("goroutine 1 [running]:")`},
+	})
+	if _, skipped, _ := ParseGoroutines(strings.NewReader(debug1)); len(skipped) != 1 || !strings.Contains(skipped[0].Why, "debug=2") || skipped[0].To != 3 {
+		t.Errorf("debug=1: skipped %v", skipped)
 	}
-	for _, tt := range tests {
-		snap, skipped, err := ParseGoroutines(strings.NewReader(tt.in))
-		var le *LineError
-		if snap != nil || !errors.As(err, &le) || err.Error() != tt.want {
-			t.Errorf("%q: snap %v err %v, want %q", tt.in, snap, err, tt.want)
-		}
-		if strings.HasPrefix(tt.in, "goroutine profile") && (len(skipped) != 1 || !strings.Contains(skipped[0].Why, "debug=2") || skipped[0].To != 3) {
-			t.Errorf("debug=1: skipped %v", skipped)
-		}
-	}
-}
-
-type goFailingReader struct{ data []byte }
-
-func (r *goFailingReader) Read(p []byte) (int, error) {
-	if len(r.data) == 0 {
-		return 0, errors.New("disk on fire")
-	}
-	n := copy(p, r.data)
-	r.data = r.data[n:]
-	return n, nil
 }
 
 func TestParseGoroutinesReadError(t *testing.T) {
-	snap, _, err := ParseGoroutines(&goFailingReader{data: []byte("goroutine 1 [running]:\nmain.main()\n\t/m.go:1 +0x1\n")})
+	snap, _, err := ParseGoroutines(&brokenReader{data: []byte("goroutine 1 [running]:\nmain.main()\n\t/m.go:1 +0x1\n")})
 	if err == nil || !strings.Contains(err.Error(), "disk on fire") {
 		t.Fatalf("err %v", err)
 	}
@@ -776,40 +652,7 @@ func TestDetectGoroutines(t *testing.T) {
 }
 
 func FuzzParseGoroutines(f *testing.F) {
-	for _, file := range goDumpFiles(f) {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			f.Fatal(err)
-		}
-		if len(b) > 64<<10 {
-			b = b[:64<<10] // the fuzzer mutates small inputs best
-		}
-		f.Add(b)
-	}
-	f.Add([]byte("goroutine 1 [running]:\nmain.f({0x1, {\n\t/m.go:1 +0x\ncreated by \n"))
-	f.Add([]byte("goroutine 0 [idle]:\n-----\nSIGQUIT: quit\ngoroutine 0 [idle]:\ngoroutine 1 [x]:\n\tgoroutine running on other thread; stack unavailable\ngoroutine 1 [y]:\na.b()\n\tpc=0x1\n"))
-	f.Add([]byte("panic: x\n\trunning tests:\n\t\tT (1s)\n[originating from goroutine 1]:\ngoroutine 1 [a, 1 minutes, labels:{\"]:\"}]:\nx.y\n"))
-	f.Fuzz(func(t *testing.T, in []byte) {
-		snap, skipped, err := ParseGoroutines(bytes.NewReader(in))
-		nlines := bytes.Count(in, []byte("\n")) + 1
-		if err != nil {
-			var le *LineError
-			if snap != nil || !errors.As(err, &le) || le.Line < 0 || le.Line > nlines {
-				t.Fatalf("snap %v err %v", snap, err)
-			}
-		} else if snap == nil || len(snap.Processes) == 0 {
-			t.Fatalf("no error and nothing read: %+v", snap)
-		}
-		last := 0
-		for _, s := range skipped {
-			if s.From <= last || s.To < s.From || s.To > nlines || s.Why == "" {
-				t.Fatalf("bad skipped ranges %v (%d lines)", skipped, nlines)
-			}
-			last = s.To
-		}
-		if snap == nil {
-			return
-		}
+	fuzzDumps(f, "goroutines", ParseGoroutines, func(t *testing.T, snap *Snapshot) {
 		for _, p := range snap.Processes {
 			if len(p.Threads) == 0 {
 				t.Fatalf("a process without goroutines")
@@ -834,10 +677,10 @@ func FuzzParseGoroutines(f *testing.F) {
 				}
 			}
 		}
-		if _, err := json.Marshal(snap); err != nil {
-			t.Fatal(err)
-		}
-	})
+	},
+		"goroutine 1 [running]:\nmain.f({0x1, {\n\t/m.go:1 +0x\ncreated by \n",
+		"goroutine 0 [idle]:\n-----\nSIGQUIT: quit\ngoroutine 0 [idle]:\ngoroutine 1 [x]:\n\tgoroutine running on other thread; stack unavailable\ngoroutine 1 [y]:\na.b()\n\tpc=0x1\n",
+		"panic: x\n\trunning tests:\n\t\tT (1s)\n[originating from goroutine 1]:\ngoroutine 1 [a, 1 minutes, labels:{\"]:\"}]:\nx.y\n")
 }
 
 // Inputs that would take quadratic time in a careless parser stay fast.
@@ -861,16 +704,7 @@ func TestParseGoroutinesLinearTime(t *testing.T) {
 		"indented":     "panic: x\n" + strings.Repeat("\tnote\n", 100000),
 		"intern table": "goroutine 1 [running]:\n" + genDistinctFrames(100000),
 	}
-	for name, in := range cases {
-		start := time.Now()
-		_, _, err := ParseGoroutines(strings.NewReader(in))
-		if noStack := name == "prose" || name == "indented"; (err != nil) != noStack {
-			t.Errorf("%s: %v", name, err)
-		}
-		if d := time.Since(start); d > 5*time.Second {
-			t.Errorf("%s: %v for %d bytes", name, d, len(in))
-		}
-	}
+	checkDumpLinear(t, ParseGoroutines, cases, allSnapshotsBut(cases, "prose", "indented"), linearBound)
 }
 
 func genDistinctFrames(n int) string {
@@ -1033,23 +867,5 @@ func BenchmarkParseGoroutines(b *testing.B) {
 // BenchmarkParseGoroutinesFiles reports parse speed over the stored
 // dumps as they are.
 func BenchmarkParseGoroutinesFiles(b *testing.B) {
-	var all [][]byte
-	size := 0
-	for _, file := range goDumpFiles(b) {
-		d, err := os.ReadFile(file)
-		if err != nil {
-			b.Fatal(err)
-		}
-		all = append(all, d)
-		size += len(d)
-	}
-	b.SetBytes(int64(size))
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		for _, d := range all {
-			if _, _, err := ParseGoroutines(bytes.NewReader(d)); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
+	benchmarkDumps(b, "goroutines", ParseGoroutines)
 }

@@ -70,10 +70,10 @@ func ParseHangdocJSON(r io.Reader) (*Snapshot, []Skipped, error) {
 	var buf bytes.Buffer
 	var skipped skipList
 	start, depth, done, first := 0, 0, false, 0
-	readErr := scanTextLines(br, func(l textLine) error {
+	readErr := scanTextLines(br, func(l textLine) {
 		t := l.text
 		if t == "" {
-			return nil
+			return
 		}
 		if first == 0 {
 			first = l.no
@@ -101,7 +101,6 @@ func ParseHangdocJSON(r io.Reader) (*Snapshot, []Skipped, error) {
 		} else {
 			skipped.add(l.no, "not hangdoc JSON")
 		}
-		return nil
 	})
 	if start == 0 {
 		if readErr != nil {

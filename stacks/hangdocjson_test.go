@@ -3,9 +3,6 @@ package stacks
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"flag"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -19,10 +16,8 @@ import (
 // ```json fence, pasted_quoted_cut.md the start of it quoted with "> " and
 // cut mid-line; schema_v2.json is that output with its schema renamed.
 
-var updateHangdocJSON = flag.Bool("update-hangdocjson", false, "rewrite testdata/dumps/hangdoc-json/*.golden.json from the parser's output")
-
 func TestParseHangdocJSONGolden(t *testing.T) {
-	checkDumpGoldens(t, "hangdoc-json", ParseHangdocJSON, *updateHangdocJSON, "update-hangdocjson")
+	checkDumpGoldens(t, "hangdoc-json", ParseHangdocJSON, 0)
 }
 
 // reportDocument has the shape of report.Document (stacks does not import
@@ -103,10 +98,7 @@ func TestParseHangdocJSONAttach(t *testing.T) {
 		t.Errorf("child fork %+v evidence %+v", child.Fork, snap.Evidence)
 	}
 	// what was read is what was written, diagnoses aside
-	b, err := os.ReadFile("../testdata/dumps/hangdoc-json/pyfork_lock_attach.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := readStoredDump(t, "hangdoc-json", "pyfork_lock_attach.json")
 	var doc map[string]json.RawMessage
 	if err := json.Unmarshal(b, &doc); err != nil {
 		t.Fatal(err)
@@ -129,24 +121,20 @@ func TestParseHangdocJSONAttach(t *testing.T) {
 
 func TestParseHangdocJSONPasted(t *testing.T) {
 	snap, skipped := parseStoredDump(t, "hangdoc-json", "pasted_issue.md", ParseHangdocJSON)
-	want := []string{"line 1 skipped: not hangdoc JSON", "line 608 skipped: not hangdoc JSON"}
-	if got := dumpSkipped(skipped); !reflect.DeepEqual(got, want) {
-		t.Errorf("skipped %q, want %q", got, want)
-	}
+	checkSkipped(t, skipped, "line 1 skipped: not hangdoc JSON", "line 608 skipped: not hangdoc JSON")
 	if len(snap.Processes) != 1 || len(snap.Processes[0].Threads) != 2 {
 		t.Errorf("processes %+v", snap.Processes)
 	}
 
-	b, _ := os.ReadFile("../testdata/dumps/hangdoc-json/pasted_quoted_cut.md")
-	snap, _, err := ParseHangdocJSON(bytes.NewReader(b))
+	snap, _, err := ParseHangdocJSON(bytes.NewReader(readStoredDump(t, "hangdoc-json", "pasted_quoted_cut.md")))
 	if snap != nil || err == nil || err.Error() != "line 121: hangdoc JSON: the document is cut short" {
 		t.Errorf("cut: %v", err)
 	}
 }
 
 func TestParseHangdocJSONErrors(t *testing.T) {
-	v2, _ := os.ReadFile("../testdata/dumps/hangdoc-json/schema_v2.json")
-	tests := []struct{ in, want string }{
+	v2 := readStoredDump(t, "hangdoc-json", "schema_v2.json")
+	checkParseErrors(t, ParseHangdocJSON, []errorCase{
 		{string(v2), "line 2: schema hangdoc/v2: this hangdoc reads hangdoc/v1; upgrade hangdoc"},
 		{`{"schema": "hangdoc/v2", "processes": "changed"}`, "line 1: schema hangdoc/v2: this hangdoc reads hangdoc/v1; upgrade hangdoc"},
 		{"{\n  \"schema\": \"hangdoc/v1\",\n  \"processes\": 3\n}", "line 3: hangdoc JSON: processes: json: cannot unmarshal number into Go struct field Snapshot.processes of type []*stacks.Process"},
@@ -156,14 +144,7 @@ func TestParseHangdocJSONErrors(t *testing.T) {
 		{"{\n\"schema\": \"hangdoc/v1\",\n,}", "line 3: hangdoc JSON: invalid character ',' looking for beginning of object key string"},
 		{"", "empty input: no hangdoc JSON"},
 		{"some prose\n", `line 1: not hangdoc JSON: no object ("{\"schema\": \"hangdoc/v1\", …}")`},
-	}
-	for _, tt := range tests {
-		snap, _, err := ParseHangdocJSON(strings.NewReader(tt.in))
-		var le *LineError
-		if snap != nil || !errors.As(err, &le) || err.Error() != tt.want {
-			t.Errorf("%.60q: snap %v err %v\nwant %q", tt.in, snap, err, tt.want)
-		}
-	}
+	})
 	// a hangdoc/v2 document is still detected as hangdoc JSON, so the
 	// user reads why it is refused
 	if _, _, name, err := Parse(bytes.NewReader(v2), ""); name != "hangdoc-json" || err == nil || !strings.Contains(err.Error(), "upgrade hangdoc") {
@@ -172,19 +153,10 @@ func TestParseHangdocJSONErrors(t *testing.T) {
 }
 
 func FuzzParseHangdocJSON(f *testing.F) {
-	for _, file := range storedDumps(f, "hangdoc-json") {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-	}
-	f.Add([]byte(`{"schema": "hangdoc/v1", "processes": [{"threads": [null]}]}`))
-	f.Add([]byte("x\n> {\"schema\": \"hangdoc/v1\",\n> \"processes\": [{\"threads\": [{}]}]}\ny\n"))
-	f.Fuzz(func(t *testing.T, in []byte) {
-		snap, skipped, err := ParseHangdocJSON(bytes.NewReader(in))
-		checkDumpResult(t, in, snap, skipped, err)
-	})
+	fuzzDumps(f, "hangdoc-json", ParseHangdocJSON, nil,
+		`{"schema": "hangdoc/v1", "processes": [{"threads": [null]}]}`,
+		"x\n> {\"schema\": \"hangdoc/v1\",\n> \"processes\": [{\"threads\": [{}]}]}\ny\n",
+	)
 }
 
 func TestParseHangdocJSONLinearTime(t *testing.T) {
@@ -195,5 +167,5 @@ func TestParseHangdocJSONLinearTime(t *testing.T) {
 		"pasted":  "prose\n```json\n{\"schema\": \"hangdoc/v1\", \"processes\": [{\"threads\": [\n" + strings.Repeat(thread+"\n", 30000) + "{}]}]}\n```\n",
 		"braces":  "x\n{\n" + strings.Repeat("{\n", 200000),
 		"prose":   strings.Repeat("zz\n\n", 100000),
-	}, map[string]bool{"threads": true, "pasted": true, "nested": false, "prose": false})
+	}, map[string]bool{"threads": true, "pasted": true, "nested": false, "prose": false}, linearBound)
 }

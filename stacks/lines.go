@@ -10,8 +10,9 @@ import (
 )
 
 // Pasted dumps arrive through terminals, CI logs, bug trackers and
-// e-mail. Every text parser reads its input through readTextLines, so they
-// all survive the same damage the same way.
+// e-mail. Every text parser reads its input through scanTextLines (or
+// readTextLines, which keeps what it yields), so they all survive the same
+// damage the same way.
 
 // maxLine caps one line; the rest of a longer line is dropped (and the
 // frame on it, if any, marked as cut).
@@ -32,42 +33,13 @@ var (
 	quoteRE     = regexp.MustCompile(`^[ \t]{0,3}>[ \t]?`)
 )
 
+// readTextLines returns every cleaned line of r: what scanTextLines
+// yields, kept. On a read error it returns the lines before it with the
+// error.
 func readTextLines(r io.Reader) ([]textLine, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
 	var lines []textLine
-	var buf []byte
-	no := 0
-	for {
-		chunk, isPrefix, err := br.ReadLine()
-		if len(chunk) > 0 || isPrefix || err == nil {
-			if len(buf) < maxLine {
-				room := maxLine - len(buf)
-				if len(chunk) > room {
-					chunk = chunk[:room]
-				}
-				buf = append(buf, chunk...)
-			}
-			if isPrefix {
-				if len(buf) >= maxLine {
-					// keep reading to the end of the line, dropping it
-					for isPrefix && err == nil {
-						_, isPrefix, err = br.ReadLine()
-					}
-				} else {
-					continue
-				}
-			}
-			no++
-			lines = append(lines, cleanLine(no, buf, len(buf) >= maxLine))
-			buf = buf[:0]
-		}
-		if err == io.EOF {
-			return lines, nil
-		}
-		if err != nil {
-			return lines, fmt.Errorf("line %d: %w", no+1, err)
-		}
-	}
+	err := scanTextLines(r, func(l textLine) { lines = append(lines, l) })
+	return lines, err
 }
 
 func cleanLine(no int, b []byte, cut bool) textLine {
@@ -103,17 +75,15 @@ func cleanLine(no int, b []byte, cut bool) textLine {
 	return textLine{no: no, indent: indent, text: strings.TrimSpace(s), cut: cut}
 }
 
-// scanTextLines is readTextLines one line at a time: it calls fn with
-// each cleaned line, in input order, and keeps none of them, so a parser
-// that needs no look-back holds one line (at most maxLine bytes) whatever
-// the size of the input. readTextLines keeps every line: with it the
+// scanTextLines reads r one line at a time: it calls fn with each
+// cleaned line, in input order, and keeps none of them, so a parser that
+// needs no look-back holds one line (at most maxLine bytes) whatever the
+// size of the input. readTextLines keeps every line: with it the
 // goroutine parser peaked at 5.2 times a 32 MB dump's size, with
 // scanTextLines at 2.5 times (its snapshot's own size, 1.9 times, and the
-// GC's slack). The lines are the same as
-// readTextLines returns. An error from fn stops the scan and is returned
-// as is; a read error is returned as readTextLines returns it, after fn
-// has seen every line before it.
-func scanTextLines(r io.Reader, fn func(textLine) error) error {
+// GC's slack). A read error is returned as "line N: …", after fn has seen
+// every line before it.
+func scanTextLines(r io.Reader, fn func(textLine)) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var buf []byte
 	no := 0
@@ -129,6 +99,7 @@ func scanTextLines(r io.Reader, fn func(textLine) error) error {
 			}
 			if isPrefix {
 				if len(buf) >= maxLine {
+					// keep reading to the end of the line, dropping it
 					for isPrefix && err == nil {
 						_, isPrefix, err = br.ReadLine()
 					}
@@ -137,9 +108,7 @@ func scanTextLines(r io.Reader, fn func(textLine) error) error {
 				}
 			}
 			no++
-			if ferr := fn(cleanLine(no, buf, len(buf) >= maxLine)); ferr != nil {
-				return ferr
-			}
+			fn(cleanLine(no, buf, len(buf) >= maxLine))
 			buf = buf[:0]
 		}
 		if err == io.EOF {

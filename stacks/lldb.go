@@ -43,18 +43,9 @@ import (
 // when reading r failed.
 func ParseLLDB(r io.Reader) (*Snapshot, []Skipped, error) {
 	p := &lldbParser{}
-	readErr := scanTextLines(r, func(l textLine) error {
-		p.line(l)
-		return nil
-	})
-	snap, err := p.finish()
-	if err != nil {
-		if readErr != nil {
-			return nil, p.skipped, readErr
-		}
-		return nil, p.skipped, err
-	}
-	return snap, p.skipped, readErr
+	readErr := scanTextLines(r, p.line)
+	snap, err := readResult(p.finish(), readErr, p.emptyError)
+	return snap, p.skipped, err
 }
 
 type lldbProc struct {
@@ -81,18 +72,14 @@ type lldbFrameInfo struct {
 }
 
 type lldbParser struct {
+	lineTrack
 	procs   []*lldbProc
 	proc    *lldbProc
 	cur     *lldbThread
-	skipped []Skipped
-	lastSkp int // index+1 in skipped of the range that may still grow, 0 when none
-	prevNo  int // the last non-blank line before the current one
-	lastNo  int // the last non-blank line
-	notes   map[*Process]map[string]bool
+	notes   procNotes
 	anyArgs bool
 
 	traceback bool // inside a Python traceback lldb printed
-	firstText int
 }
 
 var (
@@ -111,17 +98,10 @@ var lldbNoise = []string{
 }
 
 func (p *lldbParser) line(l textLine) {
-	if l.text == "" {
+	if !p.next(l) {
 		return
 	}
-	if p.firstText == 0 {
-		p.firstText = l.no
-	}
-	p.prevNo, p.lastNo = p.lastNo, l.no
 	t := l.text
-	if strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~") {
-		return
-	}
 	if p.traceback {
 		if l.indent > 0 {
 			return
@@ -339,11 +319,7 @@ func (p *lldbParser) frameLine(l textLine, t string) bool {
 		lt = p.implicitThread()
 	}
 	if num > lt.lastNo+1 {
-		if num == lt.lastNo+2 {
-			p.threadNote(lt, fmt.Sprintf("frame #%d not in the dump", lt.lastNo+1))
-		} else {
-			p.threadNote(lt, fmt.Sprintf("frames #%d–#%d not in the dump", lt.lastNo+1, num-1))
-		}
+		addThreadNote(lt.t, missingFrames(lt.lastNo, num))
 	}
 	lt.lastNo = num
 	p.addFrame(l, lt, num, body)
@@ -362,7 +338,7 @@ func (p *lldbParser) implicitThread() *lldbThread {
 func (p *lldbParser) addFrame(l textLine, lt *lldbThread, num int, body string) {
 	f, info, complete := parseLLDBFrame(body)
 	if !complete || l.cut {
-		p.threadNote(lt, fmt.Sprintf("line %d: frame #%d cut mid-way; its function name may be partial", l.no, num))
+		addThreadNote(lt.t, cutFrame(l.no, num))
 	}
 	if len(f.Args) > 0 {
 		p.anyArgs = true
@@ -386,15 +362,11 @@ func parseLLDBFrame(body string) (f Frame, info lldbFrameInfo, complete bool) {
 	if !strings.HasPrefix(body, "0x") {
 		return f, info, false
 	}
-	end := 2
-	for end < len(body) && isHex(body[end]) {
-		end++
+	pc, ok, rest, cut := framePC(body)
+	if cut {
+		return f, info, false
 	}
-	rest := body[end:]
-	if rest == "" && end-2 != 16 && end-2 != 8 {
-		return f, info, false // cut inside the address: it may be partial
-	}
-	if pc, err := strconv.ParseUint(body[2:end], 16, 64); err == nil {
+	if ok {
 		f.PC = pc
 	}
 	if rest == "" {
@@ -598,20 +570,9 @@ func lldbArgsParen(s string) int {
 func closeParen(s string, open int) int {
 	depth := 0
 	for i := open; i < len(s); i++ {
-		switch c := s[i]; c {
-		case '"':
-			for i++; i < len(s) && s[i] != '"'; i++ {
-				if s[i] == '\\' {
-					i++
-				}
-			}
-		case '\'':
-			// a char literal: 'x' or '\n'
-			if i+2 < len(s) && s[i+2] == '\'' && s[i+1] != '\\' {
-				i += 2
-			} else if i+3 < len(s) && s[i+1] == '\\' && s[i+3] == '\'' {
-				i += 3
-			}
+		switch s[i] {
+		case '"', '\'':
+			i = lldbSkipQuoted(s, i)
 		case '(':
 			depth++
 		case ')':
@@ -624,22 +585,26 @@ func closeParen(s string, open int) int {
 	return -1
 }
 
-// Bounds on what one frame keeps of its arguments: a garbled or hostile
-// dump must not make every frame carry a megabyte.
-const (
-	lldbMaxArgs     = 32
-	lldbMaxArgValue = 256
-)
-
-func clipArg(v string) string {
-	if len(v) <= lldbMaxArgValue {
-		return v
+// lldbSkipQuoted returns the index of the last byte of the string or
+// char literal ('x', '\n') that starts at s[i], or i when none does. It
+// is not gdb's quoteState: a quote that opens no char literal is a
+// character, not the start of one.
+func lldbSkipQuoted(s string, i int) int {
+	switch s[i] {
+	case '"':
+		for i++; i < len(s) && s[i] != '"'; i++ {
+			if s[i] == '\\' {
+				i++
+			}
+		}
+	case '\'':
+		if i+2 < len(s) && s[i+2] == '\'' && s[i+1] != '\\' {
+			i += 2
+		} else if i+3 < len(s) && s[i+1] == '\\' && s[i+3] == '\'' {
+			i += 3
+		}
 	}
-	cut := lldbMaxArgValue
-	for cut > 0 && v[cut]&0xC0 == 0x80 {
-		cut--
-	}
-	return v[:cut] + "…"
+	return i
 }
 
 // splitArgs splits "a=1, b=(x`y), c=\"s, t\"" into arguments; isArgs is
@@ -661,25 +626,15 @@ func splitArgs(s string) (args []Arg, isArgs bool) {
 		if strings.ContainsAny(name, " <>*&,") && name != "(null)" {
 			return false
 		}
-		if len(args) < lldbMaxArgs {
-			args = append(args, Arg{Name: name, Value: clipArg(piece[eq+1:])})
+		if len(args) < maxArgs {
+			args = append(args, Arg{Name: name, Value: clipText(piece[eq+1:], maxArgValue)})
 		}
 		return true
 	}
 	for i := 0; i < len(s); i++ {
-		switch c := s[i]; c {
-		case '"':
-			for i++; i < len(s) && s[i] != '"'; i++ {
-				if s[i] == '\\' {
-					i++
-				}
-			}
-		case '\'':
-			if i+2 < len(s) && s[i+2] == '\'' && s[i+1] != '\\' {
-				i += 2
-			} else if i+3 < len(s) && s[i+1] == '\\' && s[i+3] == '\'' {
-				i += 3
-			}
+		switch s[i] {
+		case '"', '\'':
+			i = lldbSkipQuoted(s, i)
 		case '(', '[', '{':
 			depth++
 		case ')', ']', '}':
@@ -699,68 +654,17 @@ func splitArgs(s string) (args []Arg, isArgs bool) {
 	return args, true
 }
 
+// note adds a note to process pr, or to the current one when pr is nil.
 func (p *lldbParser) note(pr *Process, n string) {
 	if pr == nil {
 		pr = p.process().p
 	}
-	if p.notes == nil {
-		p.notes = map[*Process]map[string]bool{}
-	}
-	seen := p.notes[pr]
-	if seen == nil {
-		seen = map[string]bool{}
-		p.notes[pr] = seen
-	}
-	n = clipNote(n)
-	if seen[n] || len(seen) >= 50 {
-		return
-	}
-	seen[n] = true
-	pr.Notes = append(pr.Notes, n)
-}
-
-// clipNote bounds a note that quotes the input.
-func clipNote(s string) string {
-	const max = 300
-	if len(s) <= max {
-		return s
-	}
-	cut := max
-	for cut > 0 && s[cut]&0xC0 == 0x80 {
-		cut-- // not inside a UTF-8 sequence
-	}
-	return s[:cut] + "…"
-}
-
-func (p *lldbParser) threadNote(lt *lldbThread, n string) {
-	n = clipNote(n)
-	for _, have := range lt.t.Notes {
-		if have == n {
-			return
-		}
-	}
-	if len(lt.t.Notes) < 20 {
-		lt.t.Notes = append(lt.t.Notes, n)
-	}
-}
-
-// skip records that line no was not understood; a range grows over
-// blank lines.
-func (p *lldbParser) skip(no int, why string) {
-	if p.lastSkp > 0 {
-		s := &p.skipped[p.lastSkp-1]
-		if s.Why == why && s.To == p.prevNo {
-			s.To = no
-			return
-		}
-	}
-	p.skipped = append(p.skipped, Skipped{From: no, To: no, Why: why})
-	p.lastSkp = len(p.skipped)
+	p.notes.add(pr, n)
 }
 
 // finish marks inlined frames, drops frames lldb echoed on their own
-// (`frame select`), and builds the snapshot.
-func (p *lldbParser) finish() (*Snapshot, error) {
+// (`frame select`), and builds the snapshot; nil when no thread was read.
+func (p *lldbParser) finish() *Snapshot {
 	snap := &Snapshot{Schema: Schema, Source: "lldb", Samples: 1}
 	for _, pr := range p.procs {
 		// frames lldb printed on their own (`frame select`, `up`) repeat
@@ -786,9 +690,9 @@ func (p *lldbParser) finish() (*Snapshot, error) {
 			if lt.index == 0 && len(lt.raw) == 1 && echoes[lt.raw[0]] {
 				continue // a frame lldb printed again after a backtrace
 			}
-			markLLDBInlined(p, lt)
+			markLLDBInlined(lt)
 			if len(lt.t.Stack) == 0 {
-				p.threadNote(lt, "no frames in the dump")
+				addThreadNote(lt.t, "no frames in the dump")
 				lt.t.Stack = []Frame{}
 			}
 			pr.p.Threads = append(pr.p.Threads, lt.t)
@@ -801,10 +705,10 @@ func (p *lldbParser) finish() (*Snapshot, error) {
 		}
 	}
 	if len(snap.Processes) == 0 {
-		return nil, p.emptyError()
+		return nil
 	}
 	snap.Evidence.Arguments = p.anyArgs
-	return snap, nil
+	return snap
 }
 
 // markLLDBInlined marks the frames lldb prints under the name of the
@@ -814,7 +718,7 @@ func (p *lldbParser) finish() (*Snapshot, error) {
 // a frame of another function), lldb left out A's own frame (lldb 14 does
 // for some inlined chains): it is put back, named as the "[inlined]"
 // line names it, with that frame's PC.
-func markLLDBInlined(p *lldbParser, lt *lldbThread) {
+func markLLDBInlined(lt *lldbThread) {
 	st, info := lt.t.Stack, lt.info
 	var out []Frame // made only when a frame is put back
 	for i := range st {
@@ -831,7 +735,7 @@ func markLLDBInlined(p *lldbParser, lt *lldbThread) {
 				out = append(make([]Frame, 0, len(st)+4), st[:i+1]...)
 			}
 			out = append(out, Frame{Func: in.outer, Module: st[i].Module, PC: st[i].PC})
-			p.threadNote(lt, fmt.Sprintf("lldb printed no frame for %s, into which frame #%d is inlined: added", in.outer, i))
+			addThreadNote(lt.t, fmt.Sprintf("lldb printed no frame for %s, into which frame #%d is inlined: added", in.outer, i))
 		}
 	}
 	if out != nil {
@@ -841,12 +745,6 @@ func markLLDBInlined(p *lldbParser, lt *lldbThread) {
 }
 
 func (p *lldbParser) emptyError() error {
-	if p.firstText == 0 {
-		return &LineError{Msg: "empty input: no lldb backtrace"}
-	}
-	line := p.firstText
-	if len(p.skipped) > 0 {
-		line = p.skipped[0].From
-	}
-	return &LineError{Line: line, Msg: `not an lldb backtrace: no frame ("frame #0: 0x…") or thread header ("thread #1, …")`}
+	return nothingRead(p.firstText, p.skipped, "empty input: no lldb backtrace",
+		`not an lldb backtrace: no frame ("frame #0: 0x…") or thread header ("thread #1, …")`)
 }

@@ -1,117 +1,19 @@
 package stacks
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
-	"flag"
-	"io"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
-var updateLLDB = flag.Bool("update-lldb", false, "rewrite testdata/dumps/lldb/*.golden.json from the parser's output")
-
-const lldbDumps = "../testdata/dumps/lldb"
-
-// toolGolden is what a golden file of the lldb and eu-stack dumps holds.
-type toolGolden struct {
-	Skipped  []Skipped `json:"skipped"`
-	Error    string    `json:"error,omitempty"`
-	Snapshot *Snapshot `json:"snapshot"`
-}
-
-// toolDumpFiles lists the dumps (*.txt, *.md) under dir.
-func toolDumpFiles(t testing.TB, dir string) []string {
-	var files []string
-	for _, pat := range []string{"*.txt", "*.md"} {
-		m, err := filepath.Glob(filepath.Join(dir, pat))
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, m...)
-	}
-	if len(files) == 0 {
-		t.Fatalf("no dumps under %s", dir)
-	}
-	return files
-}
-
-type toolParseFunc func(io.Reader) (*Snapshot, []Skipped, error)
-
-// checkToolGolden compares parse's output on every dump under dir with
-// the dump's .golden.json, or rewrites the golden files when update is set.
-func checkToolGolden(t *testing.T, dir string, parse toolParseFunc, update bool, flagName string) {
-	for _, file := range toolDumpFiles(t, dir) {
-		name := filepath.Base(file)
-		t.Run(name, func(t *testing.T) {
-			b, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			snap, skipped, err := parse(bytes.NewReader(b))
-			g := toolGolden{Skipped: skipped, Snapshot: snap}
-			if err != nil {
-				g.Error = err.Error()
-			}
-			got, err := json.MarshalIndent(g, "", "  ")
-			if err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, '\n')
-			golden := strings.TrimSuffix(file, filepath.Ext(file)) + ".golden.json"
-			if update {
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test ./stacks -run %s -%s to create it)", err, t.Name()[:strings.IndexByte(t.Name(), '/')], flagName)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("%s differs from %s; rerun with -%s if the change is intended\n%s",
-					name, filepath.Base(golden), flagName, firstDiff(string(want), string(got)))
-			}
-		})
-	}
-}
-
-// parseToolFile parses one stored dump and fails the test on an error.
-func parseToolFile(t *testing.T, dir, name string, parse toolParseFunc) (*Snapshot, []Skipped) {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap, skipped, err := parse(bytes.NewReader(b))
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	return snap, skipped
-}
-
-func toolSkipped(sk []Skipped) []string {
-	var out []string
-	for _, s := range sk {
-		out = append(out, s.String())
-	}
-	return out
-}
-
 func TestParseLLDBGolden(t *testing.T) {
-	checkToolGolden(t, lldbDumps, ParseLLDB, *updateLLDB, "update-lldb")
+	checkDumpGoldens(t, "lldb", ParseLLDB, 0)
 }
 
 func parseLLDBFile(t *testing.T, name string) (*Snapshot, []Skipped) {
 	t.Helper()
-	return parseToolFile(t, lldbDumps, name, ParseLLDB)
+	return parseStoredDump(t, "lldb", name, ParseLLDB)
 }
 
 // `lldb -p PID --batch -o 'thread list' -o 'bt all'` on mutex_o2 (-O2,
@@ -150,19 +52,11 @@ func TestParseLLDBMutexO2(t *testing.T) {
 		t.Errorf("tids %v, want %v", tids, want)
 	}
 	dog := threadByName(t, p, "dog")
-	want := []string{"__GI___lll_lock_wait", "__GI___lll_lock_wait", "___pthread_mutex_lock", "___pthread_mutex_lock",
-		"take_lock", "dog_fetch", "dog_dig", "dog_sniff", "dog_wander", "dog_worker", "start_thread", "__clone3"}
-	if got := funcs(dog.Stack); !reflect.DeepEqual(got, want) {
-		t.Errorf("dog stack\n got %q\nwant %q", got, want)
-	}
+	checkFuncs(t, "dog stack", dog.Stack, "__GI___lll_lock_wait", "__GI___lll_lock_wait", "___pthread_mutex_lock", "___pthread_mutex_lock",
+		"take_lock", "dog_fetch", "dog_dig", "dog_sniff", "dog_wander", "dog_worker", "start_thread", "__clone3")
 	// lldb 14 prints glibc's inlined futex_wait and lll_mutex_lock_optimized
 	// under the name of the function they are inlined into
-	inl := []bool{true, false, true, false, false, false, false, false, false, false, false, false}
-	for i, f := range dog.Stack {
-		if f.Inlined != inl[i] {
-			t.Errorf("dog #%d %s: Inlined %v, want %v", i, f.Func, f.Inlined, inl[i])
-		}
-	}
+	checkInlined(t, "dog", dog.Stack, true, false, true, false, false, false, false, false, false, false, false, false)
 	f1, f3, f4 := dog.Stack[1], dog.Stack[3], dog.Stack[4]
 	if f1.File != "lowlevellock.c" || f1.Line != 49 || f1.Module != "libc.so.6" || f1.PC != 0x00007f28eac8d115 ||
 		!reflect.DeepEqual(f1.Args, []Arg{{"futex", "0x000055926a28f100"}, {"private", "0"}}) {
@@ -253,11 +147,7 @@ func TestParseLLDBCxx(t *testing.T) {
 	if len(nested.Notes) != 1 || !strings.Contains(nested.Notes[0], "lldb printed no frame for hangdoc_patient::Guarded<int>::update(int)") {
 		t.Errorf("nested notes %q", nested.Notes)
 	}
-	for i, w := range []bool{true, false, true, false, true, true, true, false, false} {
-		if nested.Stack[i].Inlined != w {
-			t.Errorf("nested #%d %q: Inlined %v, want %v", i, nested.Stack[i].Func, nested.Stack[i].Inlined, w)
-		}
-	}
+	checkInlined(t, "nested", nested.Stack, true, false, true, false, true, true, true, false, false)
 	// _M_run's machine frame: five inlined frames (two "[inlined]", three
 	// printed as _M_run without arguments) over _M_run(this=…)
 	for i := 12; i <= 17; i++ {
@@ -287,11 +177,8 @@ func TestParseLLDBSignal(t *testing.T) {
 		t.Errorf("skipped %v", skipped)
 	}
 	victim := threadByName(t, snap.Processes[0], "victim")
-	want := []string{"__GI___libc_read", "__GI___libc_read", "handler_blocks", "on_usr1",
-		"<signal handler called>", "__libc_pause", "interrupted_work", "victim_main", "start_thread", "__clone3"}
-	if got := funcs(victim.Stack); !reflect.DeepEqual(got, want) {
-		t.Errorf("victim\n got %q\nwant %q", got, want)
-	}
+	checkFuncs(t, "victim", victim.Stack, "__GI___libc_read", "__GI___libc_read", "handler_blocks", "on_usr1",
+		"<signal handler called>", "__libc_pause", "interrupted_work", "victim_main", "start_thread", "__clone3")
 	if f := victim.Stack[4]; !f.Signal || f.Func != "__restore_rt" || f.Module != "libc.so.6" || f.Inlined {
 		t.Errorf("signal frame %+v", f)
 	}
@@ -333,10 +220,7 @@ func TestParseLLDBThreads10(t *testing.T) {
 // quoted with "> " and cut mid-line.
 func TestParseLLDBPasted(t *testing.T) {
 	snap, skipped := parseLLDBFile(t, "pasted_issue.md")
-	want := []string{"lines 1–4 skipped: not a stack", "line 33 skipped: not a stack"}
-	if got := toolSkipped(skipped); !reflect.DeepEqual(got, want) {
-		t.Errorf("skipped\n got %q\nwant %q", got, want)
-	}
+	checkSkipped(t, skipped, "lines 1–4 skipped: not a stack", "line 33 skipped: not a stack")
 	p := snap.Processes[0]
 	if p.Pid != 32098 || len(p.Threads) != 3 {
 		t.Fatalf("pid %d, %d threads", p.Pid, len(p.Threads))
@@ -357,11 +241,7 @@ func TestParseLLDBPasted(t *testing.T) {
 }
 
 func TestParseLLDBFrames(t *testing.T) {
-	tests := []struct {
-		line string
-		want Frame
-		cut  bool
-	}{
+	checkFrameLines(t, ParseLLDB, []frameCase{
 		{"frame #0: 0x0000000000401136 a.out`main + 22", Frame{Func: "main", Module: "a.out", PC: 0x401136}, false},
 		{"frame #0: 0x0000000000401136 a.out`main at main.c:5:3 [opt]",
 			Frame{Func: "main", Module: "a.out", PC: 0x401136, File: "main.c", Line: 5}, false},
@@ -394,25 +274,7 @@ func TestParseLLDBFrames(t *testing.T) {
 		{"frame #0: 0x00007f0000001000 a.out`f(x=1, y=", Frame{Func: "f", Module: "a.out", PC: 0x7f0000001000}, true},
 		{"frame #0: 0x00007f0000001000 a.out`f(x=1) at x.c:", Frame{Func: "f", Module: "a.out", PC: 0x7f0000001000, File: "x.c",
 			Args: []Arg{{"x", "1"}}}, true},
-	}
-	for _, tt := range tests {
-		snap, skipped, err := ParseLLDB(strings.NewReader(tt.line + "\n"))
-		if err != nil || len(skipped) != 0 {
-			t.Errorf("%s: err %v skipped %v", tt.line, err, skipped)
-			continue
-		}
-		th := snap.Processes[0].Threads[0]
-		if len(th.Stack) != 1 {
-			t.Errorf("%s: %d frames", tt.line, len(th.Stack))
-			continue
-		}
-		if got := th.Stack[0]; !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("%s\n got %+v\nwant %+v", tt.line, got, tt.want)
-		}
-		if cut := len(th.Notes) > 0; cut != tt.cut {
-			t.Errorf("%s: cut %v (notes %q), want %v", tt.line, cut, th.Notes, tt.cut)
-		}
-	}
+	})
 }
 
 // Headers and numbering: a thread listed again replaces its earlier
@@ -483,84 +345,41 @@ func TestParseLLDBProcesses(t *testing.T) {
 }
 
 func TestParseLLDBErrors(t *testing.T) {
-	tests := []struct{ in, want string }{
+	checkParseErrors(t, ParseLLDB, []errorCase{
 		{"", "empty input: no lldb backtrace"},
 		{"\n\n  \n", "empty input: no lldb backtrace"},
 		{"hello\nworld\n", `line 1: not an lldb backtrace: no frame ("frame #0: 0x…") or thread header ("thread #1, …")`},
 		{"(lldb) bt all\n\nsome text\n", `line 3: not an lldb backtrace: no frame ("frame #0: 0x…") or thread header ("thread #1, …")`},
-	}
-	for _, tt := range tests {
-		snap, _, err := ParseLLDB(strings.NewReader(tt.in))
-		var le *LineError
-		if snap != nil || !errors.As(err, &le) || err.Error() != tt.want {
-			t.Errorf("%q: snap %v err %v, want %q", tt.in, snap, err, tt.want)
-		}
-	}
-	snap, _, err := ParseLLDB(&failingReader{data: []byte("* thread #1, name = 'x'\n  frame #0: 0x0000000000000001 a`f + 1\n")})
+	})
+	snap, _, err := ParseLLDB(&brokenReader{data: []byte("* thread #1, name = 'x'\n  frame #0: 0x0000000000000001 a`f + 1\n")})
 	if err == nil || !strings.Contains(err.Error(), "disk on fire") || snap == nil || len(snap.Processes[0].Threads) != 1 {
 		t.Fatalf("read error: snap %+v err %v", snap, err)
 	}
 }
 
 func FuzzParseLLDB(f *testing.F) {
-	for _, file := range toolDumpFiles(f, lldbDumps) {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-	}
-	f.Add([]byte("frame #0: 0x1 a`f(x='(', y=\")\") at x:1:2\n"))
-	f.Add([]byte("thread #1: tid = 0x10, 0x1 a`b, name = '\nthread #1, name = 'z'\nframe #3: 0x2\nframe #0: 0x1 a`x [inlined] y\nframe #1: 0x1 a`q\n"))
-	f.Fuzz(func(t *testing.T, in []byte) {
-		checkToolFuzz(t, in, ParseLLDB)
-	})
+	fuzzDumps(f, "lldb", ParseLLDB, checkToolSnapshot,
+		"frame #0: 0x1 a`f(x='(', y=\")\") at x:1:2\n",
+		"thread #1: tid = 0x10, 0x1 a`b, name = '\nthread #1, name = 'z'\nframe #3: 0x2\nframe #0: 0x1 a`x [inlined] y\nframe #1: 0x1 a`q\n")
 }
 
-// checkToolFuzz checks the invariants every parser keeps on any input.
-func checkToolFuzz(t *testing.T, in []byte, parse toolParseFunc) {
-	snap, skipped, err := parse(bytes.NewReader(in))
-	nlines := bytes.Count(in, []byte("\n")) + 1
-	if err != nil {
-		var le *LineError
-		if snap != nil || !errors.As(err, &le) || le.Line < 0 || le.Line > nlines {
-			t.Fatalf("snap %v err %v", snap, err)
-		}
-	} else if snap == nil || len(snap.Processes) == 0 {
-		t.Fatalf("no error and nothing read: %+v", snap)
-	}
-	last := 0
-	for _, s := range skipped {
-		if s.From <= last || s.To < s.From || s.To > nlines || s.Why == "" {
-			t.Fatalf("bad skipped ranges %v (%d lines)", skipped, nlines)
-		}
-		last = s.To
-	}
-	if snap == nil {
-		return
-	}
+// checkToolSnapshot holds, beyond checkDumpResult, what the lldb and
+// eu-stack readers promise: every process has threads, and no frame more
+// than maxArgs arguments.
+func checkToolSnapshot(t *testing.T, snap *Snapshot) {
 	for _, p := range snap.Processes {
 		if len(p.Threads) == 0 {
 			t.Fatalf("process %d without threads", p.Pid)
 		}
 		for _, th := range p.Threads {
-			if th.Stack == nil {
-				t.Fatalf("thread %d: nil stack", th.Tid)
-			}
 			for _, f := range th.Stack {
-				if len(f.Args) > lldbMaxArgs {
+				if len(f.Args) > maxArgs {
 					t.Fatalf("%d args", len(f.Args))
 				}
 			}
 		}
 	}
-	if _, err := json.Marshal(snap); err != nil {
-		t.Fatal(err)
-	}
 }
-
-// linearBound is how long a parse of a toolLinearCases input may take.
-const linearBound = 20 * time.Second
 
 // toolLinearCases are inputs that would take quadratic time (or memory)
 // in a careless parser; each is a few MB.
@@ -592,44 +411,10 @@ func TestParseLLDBLinearTime(t *testing.T) {
 	}()
 	cases["anonymous"] = strings.Repeat("frame #0: 0x0000000000401000 a`f"+strings.Repeat("(anonymous namespace)", 10000)+"\n", 20)
 	cases["frames"] = "thread #1, name = 'x'\n" + strings.Repeat("frame #1: 0x0000000000401000 a`f(x=1) at x.c:1:1\n", 200000)
-	for name, in := range cases {
-		start := time.Now()
-		_, _, err := ParseLLDB(strings.NewReader(in))
-		if noStack := name == "prose" || name == "long lines"; (err != nil) != noStack {
-			t.Errorf("%s: %v", name, err)
-		}
-		// linear: well under a second unloaded; quadratic: 200000 lines
-		// or 256 KiB lines squared is 10¹⁰ steps and more. The bound is
-		// loose for machines busy with other tests.
-		if d := time.Since(start); d > linearBound {
-			t.Errorf("%s: %v for %d bytes", name, d, len(in))
-		}
-	}
+	checkDumpLinear(t, ParseLLDB, cases, allSnapshotsBut(cases, "prose", "long lines"), toolLinearBound)
 }
 
 // BenchmarkParseLLDB reports parse speed (MB/s) over every stored dump.
 func BenchmarkParseLLDB(b *testing.B) {
-	benchmarkToolParse(b, lldbDumps, ParseLLDB)
-}
-
-func benchmarkToolParse(b *testing.B, dir string, parse toolParseFunc) {
-	var all [][]byte
-	size := 0
-	for _, file := range toolDumpFiles(b, dir) {
-		d, err := os.ReadFile(file)
-		if err != nil {
-			b.Fatal(err)
-		}
-		all = append(all, d)
-		size += len(d)
-	}
-	b.SetBytes(int64(size))
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		for _, d := range all {
-			if _, _, err := parse(bytes.NewReader(d)); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
+	benchmarkDumps(b, "lldb", ParseLLDB)
 }

@@ -122,18 +122,9 @@ func ParseSpindump(r io.Reader) (*Snapshot, []Skipped, error) {
 
 func parseMac(r io.Reader, kind string) (*Snapshot, []Skipped, error) {
 	p := &macParser{kind: kind}
-	readErr := scanTextLines(r, func(l textLine) error {
-		p.feed(l)
-		return nil
-	})
-	snap := p.finish()
-	if snap == nil {
-		if readErr != nil {
-			return nil, p.skipped.list, readErr
-		}
-		return nil, p.skipped.list, p.emptyError()
-	}
-	return snap, p.skipped.list, readErr
+	readErr := scanTextLines(r, p.feed)
+	snap, err := readResult(p.finish(), readErr, p.emptyError)
+	return snap, p.skipped.list, err
 }
 
 // macNode is one node of a thread's call tree.
@@ -908,15 +899,9 @@ func (th *macThread) finish(images map[string]string, interval time.Duration) *T
 }
 
 func (p *macParser) emptyError() error {
-	if p.first == 0 {
-		return &LineError{Msg: "empty input: no " + p.kind + " report"}
-	}
-	line := p.first
-	if len(p.skipped.list) > 0 {
-		line = p.skipped.list[0].From
-	}
+	msg := `not a spindump report: no thread ("Thread 0x2c1a0e    1000 samples (1-1000) …") with frames ("1000  start + 1903 (dyld + 24800) [0x…]")`
 	if p.kind == "sample" {
-		return &LineError{Line: line, Msg: `not a sample report: no call graph ("    2613 Thread_5678418 …" over "    + 2613 start  (in dyld) + 1903  [0x…]")`}
+		msg = `not a sample report: no call graph ("    2613 Thread_5678418 …" over "    + 2613 start  (in dyld) + 1903  [0x…]")`
 	}
-	return &LineError{Line: line, Msg: `not a spindump report: no thread ("Thread 0x2c1a0e    1000 samples (1-1000) …") with frames ("1000  start + 1903 (dyld + 24800) [0x…]")`}
+	return nothingRead(p.first, p.skipped.list, "empty input: no "+p.kind+" report", msg)
 }

@@ -1,10 +1,6 @@
 package stacks
 
 import (
-	"bytes"
-	"errors"
-	"flag"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -46,17 +42,12 @@ import (
 // with a later sibling; spindump kernel frames put "*" just before the
 // count.
 
-var (
-	updateSample   = flag.Bool("update-sample", false, "rewrite testdata/dumps/sample/*.golden.json from the parser's output")
-	updateSpindump = flag.Bool("update-spindump", false, "rewrite testdata/dumps/spindump/*.golden.json from the parser's output")
-)
-
 func TestParseSampleGolden(t *testing.T) {
-	checkDumpGoldens(t, "sample", ParseSample, *updateSample, "update-sample")
+	checkDumpGoldens(t, "sample", ParseSample, 0)
 }
 
 func TestParseSpindumpGolden(t *testing.T) {
-	checkDumpGoldens(t, "spindump", ParseSpindump, *updateSpindump, "update-spindump")
+	checkDumpGoldens(t, "spindump", ParseSpindump, 0)
 }
 
 func TestParseSampleSpin(t *testing.T) {
@@ -96,7 +87,7 @@ func TestParseSampleSpin(t *testing.T) {
 		t.Errorf("#3 %+v", f)
 	}
 	sched := p.Threads[1]
-	if got := dumpFrameNames(sched.Stack)[:3]; !reflect.DeepEqual(got, []string{"__psynch_cvwait", "_pthread_cond_wait", "std::__1::condition_variable::wait(std::__1::unique_lock<std::__1::mutex>&)"}) {
+	if got := funcs(sched.Stack)[:3]; !reflect.DeepEqual(got, []string{"__psynch_cvwait", "_pthread_cond_wait", "std::__1::condition_variable::wait(std::__1::unique_lock<std::__1::mutex>&)"}) {
 		t.Errorf("scheduler %q", got)
 	}
 	if sched.Stack[0].Samples != 2561 || sched.Stack[3].Samples != 2613 ||
@@ -110,9 +101,7 @@ func TestParseSampleSpin(t *testing.T) {
 
 func TestParseSamplePasted(t *testing.T) {
 	snap, skipped := parseStoredDump(t, "sample", "pasted_flattened.md", ParseSample)
-	if got := dumpSkipped(skipped); !reflect.DeepEqual(got, []string{"line 1 skipped: not a sample report", "line 82 skipped: not a sample report"}) {
-		t.Errorf("skipped %q", got)
-	}
+	checkSkipped(t, skipped, "line 1 skipped: not a sample report", "line 82 skipped: not a sample report")
 	p := snap.Processes[0]
 	if len(p.Threads) != 5 {
 		t.Fatalf("%d threads", len(p.Threads))
@@ -120,8 +109,8 @@ func TestParseSamplePasted(t *testing.T) {
 	dog := p.Threads[4]
 	want := []string{"__psynch_mutexwait", "_pthread_mutex_firstfit_lock_slow", "pthread_mutex_lock", "take_lock", "dog_fetch",
 		"dog_dig", "dog_sniff", "dog_wander", "dog_worker", "_pthread_start", "thread_start"}
-	if dog.Name != "dog" || !reflect.DeepEqual(dumpFrameNames(dog.Stack), want) {
-		t.Errorf("dog %q %q", dog.Name, dumpFrameNames(dog.Stack))
+	if dog.Name != "dog" || !reflect.DeepEqual(funcs(dog.Stack), want) {
+		t.Errorf("dog %q %q", dog.Name, funcs(dog.Stack))
 	}
 	if len(dog.Notes) != 1 || !strings.Contains(dog.Notes[0], "without its indentation") {
 		t.Errorf("dog notes %q", dog.Notes)
@@ -157,12 +146,12 @@ func TestParseSpindumpTurnstile(t *testing.T) {
 		main.Wait.Nr != -1 || main.Wait.Wchan != "" {
 		t.Errorf("main %+v wait %+v", main, main.Wait)
 	}
-	if got := dumpFrameNames(main.Stack); !reflect.DeepEqual(got, []string{"__ulock_wait", "_pthread_join", "main", "start"}) {
+	if got := funcs(main.Stack); !reflect.DeepEqual(got, []string{"__ulock_wait", "_pthread_join", "main", "start"}) {
 		t.Errorf("main %q: kernel frames are not in the stack", got)
 	}
 	for _, w := range p.Threads[1:] {
 		if w.Wait == nil || w.Wait.BlockedByTid != main.Tid || w.Wait.Wchan != "psynch_mtxcontinue" || w.Stack[0].Func != "__psynch_mutexwait" {
-			t.Errorf("%s: wait %+v stack %q", w.Name, w.Wait, dumpFrameNames(w.Stack))
+			t.Errorf("%s: wait %+v stack %q", w.Name, w.Wait, funcs(w.Stack))
 		}
 	}
 	if f := p.Threads[4].Stack[3]; f.Func != "take_lock" || f.Offset != 14744 || f.PC != 0x102a5f998 || f.Module != "/Users/ana/hangdoc/testdata/patients/mutex_o2" {
@@ -198,11 +187,8 @@ func TestParseSpindumpSelf(t *testing.T) {
 	if logger.Name != "logger" || logger.Wait == nil || logger.Wait.BlockedByTid != logger.Tid || logger.Wait.BlockedByPid != 0 {
 		t.Errorf("logger %q wait %+v: waiting for this thread", logger.Name, logger.Wait)
 	}
-	want := []string{"__psynch_mutexwait", "_pthread_mutex_firstfit_lock_slow", "pthread_mutex_lock", "log_write", "on_sigusr1",
-		"<signal handler called>", "write", "log_write", "logger_main", "_pthread_start", "thread_start"}
-	if got := dumpFrameNames(logger.Stack); !reflect.DeepEqual(got, want) {
-		t.Errorf("logger\n got %q\nwant %q", got, want)
-	}
+	checkFuncs(t, "logger", logger.Stack, "__psynch_mutexwait", "_pthread_mutex_firstfit_lock_slow", "pthread_mutex_lock", "log_write", "on_sigusr1",
+		"<signal handler called>", "write", "log_write", "logger_main", "_pthread_start", "thread_start")
 }
 
 func TestParseSpindumpPasted(t *testing.T) {
@@ -211,17 +197,15 @@ func TestParseSpindumpPasted(t *testing.T) {
 		t.Fatalf("skipped %v processes %d", skipped, len(snap.Processes))
 	}
 	th := snap.Processes[0].Threads[0]
-	if got := dumpFrameNames(th.Stack); !reflect.DeepEqual(got, []string{"__ulock_wait", "_pthread_join", "main", "start"}) || th.Wait.BlockedByTid != 0x5a1b2 {
+	if got := funcs(th.Stack); !reflect.DeepEqual(got, []string{"__ulock_wait", "_pthread_join", "main", "start"}) || th.Wait.BlockedByTid != 0x5a1b2 {
 		t.Errorf("heaviest %q wait %+v", got, th.Wait)
 	}
 
 	snap, skipped = parseStoredDump(t, "spindump", "pasted_quoted.md", ParseSpindump)
-	if got := dumpSkipped(skipped); !reflect.DeepEqual(got, []string{"lines 1–3 skipped: not a spindump report", "lines 45–46 skipped: not a spindump report"}) {
-		t.Errorf("skipped %q", got)
-	}
+	checkSkipped(t, skipped, "lines 1–3 skipped: not a spindump report", "lines 45–46 skipped: not a spindump report")
 	bee := snap.Processes[0].Threads[2]
 	if bee.Name != "bee" || bee.Stack[0].Func != "bee_hover" || len(bee.Notes) != 1 {
-		t.Errorf("bee %q %q %q", bee.Name, dumpFrameNames(bee.Stack), bee.Notes)
+		t.Errorf("bee %q %q %q", bee.Name, funcs(bee.Stack), bee.Notes)
 	}
 }
 
@@ -287,34 +271,25 @@ func TestParseSampleSelfTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	th := snap.Processes[0].Threads[0]
-	if got := dumpFrameNames(th.Stack); !reflect.DeepEqual(got, []string{"leaf1", "work", "main"}) {
+	if got := funcs(th.Stack); !reflect.DeepEqual(got, []string{"leaf1", "work", "main"}) {
 		t.Errorf("%q", got)
 	}
 	in = strings.Replace(in, "30 leaf1", "12 leaf1", 1)
 	snap, _, _ = ParseSample(strings.NewReader(in))
-	if got := dumpFrameNames(snap.Processes[0].Threads[0].Stack); !reflect.DeepEqual(got, []string{"work", "main"}) {
+	if got := funcs(snap.Processes[0].Threads[0].Stack); !reflect.DeepEqual(got, []string{"work", "main"}) {
 		t.Errorf("%q: 28 samples in work itself beat 20 in leaf2", got)
 	}
 }
 
 func TestParseMacErrors(t *testing.T) {
-	tests := []struct {
-		parse dumpParser
-		in    string
-		want  string
-	}{
-		{ParseSample, "", "empty input: no sample report"},
-		{ParseSample, "hello\n", `line 1: not a sample report: no call graph ("    2613 Thread_5678418 …" over "    + 2613 start  (in dyld) + 1903  [0x…]")`},
-		{ParseSpindump, "", "empty input: no spindump report"},
-		{ParseSpindump, "Process: x [1]\nhello\n", `line 2: not a spindump report: no thread ("Thread 0x2c1a0e    1000 samples (1-1000) …") with frames ("1000  start + 1903 (dyld + 24800) [0x…]")`},
-	}
-	for _, tt := range tests {
-		snap, _, err := tt.parse(strings.NewReader(tt.in))
-		var le *LineError
-		if snap != nil || !errors.As(err, &le) || err.Error() != tt.want {
-			t.Errorf("%q: snap %v err %v, want %q", tt.in, snap, err, tt.want)
-		}
-	}
+	checkParseErrors(t, ParseSample, []errorCase{
+		{"", "empty input: no sample report"},
+		{"hello\n", `line 1: not a sample report: no call graph ("    2613 Thread_5678418 …" over "    + 2613 start  (in dyld) + 1903  [0x…]")`},
+	})
+	checkParseErrors(t, ParseSpindump, []errorCase{
+		{"", "empty input: no spindump report"},
+		{"Process: x [1]\nhello\n", `line 2: not a spindump report: no thread ("Thread 0x2c1a0e    1000 samples (1-1000) …") with frames ("1000  start + 1903 (dyld + 24800) [0x…]")`},
+	})
 	snap, _, err := ParseSpindump(&brokenReader{data: []byte("Thread 0x1    5 samples (1-5)\n5  f + 1 (a + 1) [0x1]\n")})
 	if err == nil || snap == nil {
 		t.Errorf("read error: snap %v err %v", snap, err)
@@ -322,33 +297,15 @@ func TestParseMacErrors(t *testing.T) {
 }
 
 func FuzzParseSample(f *testing.F) {
-	for _, file := range storedDumps(f, "sample") {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-	}
-	f.Add([]byte("Call graph:\n1 Thread_1\n+ 2 a  (in b\n    ! 3 c\n1 d\n"))
-	f.Fuzz(func(t *testing.T, in []byte) {
-		snap, skipped, err := ParseSample(bytes.NewReader(in))
-		checkDumpResult(t, in, snap, skipped, err)
-	})
+	fuzzDumps(f, "sample", ParseSample, nil,
+		"Call graph:\n1 Thread_1\n+ 2 a  (in b\n    ! 3 c\n1 d\n",
+	)
 }
 
 func FuzzParseSpindump(f *testing.F) {
-	for _, file := range storedDumps(f, "spindump") {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-	}
-	f.Add([]byte("Heaviest stack for the main thread of the target process:\n *1 a (b) [0x1] (blocked by turnstile waiting for this thread)\nThread 0x1\n"))
-	f.Fuzz(func(t *testing.T, in []byte) {
-		snap, skipped, err := ParseSpindump(bytes.NewReader(in))
-		checkDumpResult(t, in, snap, skipped, err)
-	})
+	fuzzDumps(f, "spindump", ParseSpindump, nil,
+		"Heaviest stack for the main thread of the target process:\n *1 a (b) [0x1] (blocked by turnstile waiting for this thread)\nThread 0x1\n",
+	)
 }
 
 func TestParseMacLinearTime(t *testing.T) {
@@ -368,7 +325,7 @@ func TestParseMacLinearTime(t *testing.T) {
 		"list":        "Sort by top of stack, same collapsed (when >= 5):\n" + strings.Repeat("        f  (in a)        5\n", 60000),
 		"image lines": "Binary Images:\n" + strings.Repeat("0x1 - 0x2 a <0A1B2C3D-4E5F> /x\n", 60000),
 	}
-	checkDumpLinear(t, ParseSample, sample, map[string]bool{"siblings": true, "flat": true, "deep": true, "prose": false})
+	checkDumpLinear(t, ParseSample, sample, map[string]bool{"siblings": true, "flat": true, "deep": true, "prose": false}, linearBound)
 	spin := map[string]string{
 		"timeline":  "Thread 0x1    9 samples (1-9)\n" + strings.Repeat("  1  f + 1 (a + 1) [0x1] 1\n  1  g + 1 (a + 2) [0x2] 2\n", 40000),
 		"distinct":  "Thread 0x1    9 samples (1-9)\n" + strings.Repeat("  1  f + 1 (a + 1) [0x1] 1\n    1  g + 1 (a + 2) [0x9] 2\n", 40000),
@@ -377,5 +334,5 @@ func TestParseMacLinearTime(t *testing.T) {
 		"parens":    "Thread 0x1    9 samples (1-9)\n  1  f " + strings.Repeat("(", 60000) + " [0x1]\n",
 		"processes": strings.Repeat("Process: x [1]\nThread 0x1    9 samples (1-9)\n  1  f + 1 (a + 1) [0x1]\n", 25000),
 	}
-	checkDumpLinear(t, ParseSpindump, spin, map[string]bool{"timeline": true, "heaviest": true, "processes": true})
+	checkDumpLinear(t, ParseSpindump, spin, map[string]bool{"timeline": true, "heaviest": true, "processes": true}, linearBound)
 }

@@ -162,6 +162,20 @@ type Wait struct {
 	BlockedByPid int `json:"blocked_by_pid,omitempty"`
 	// Value is the futex word when it was read.
 	Value *uint32 `json:"value,omitempty"`
+	// PeerPids are the processes, other than the thread's own, that hold
+	// the other end of the pipe or socket it waits on (of any of the fds
+	// of a poll, select or epoll wait): the writers of a pipe it reads,
+	// the readers of one it writes to, the holders of a connected unix or
+	// TCP socket's peer. A live attach reads them from every process's
+	// fds; they are the processes the thread waits on.
+	PeerPids []int `json:"peer_pids,omitempty"`
+	// Fds are the fds a poll, select or epoll wait watches, when there
+	// are several and they could be read (at most 64); a wait on one fd
+	// names it in Fd and FdTarget.
+	Fds []int `json:"fds,omitempty"`
+	// ChildPid is the child a wait4 or waitid waits for, when it names
+	// one; 0 when it waits for any child.
+	ChildPid int `json:"child_pid,omitempty"`
 }
 
 // Mutex is a glibc pthread_mutex_t as read from the target's memory.

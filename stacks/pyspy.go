@@ -79,10 +79,7 @@ func ParsePySpy(r io.Reader) (*Snapshot, []Skipped, error) {
 		}
 	}
 	p := &pyParser{}
-	readErr := scanTextLines(br, func(l textLine) error {
-		p.feed(l)
-		return nil
-	})
+	readErr := scanTextLines(br, p.feed)
 	if p.json != nil {
 		return p.fromPastedJSON(readErr)
 	}
@@ -93,14 +90,13 @@ func ParsePySpy(r io.Reader) (*Snapshot, []Skipped, error) {
 		}
 	}
 	if len(snap.Processes) == 0 {
-		if readErr != nil {
-			return nil, p.skipped.list, readErr
-		}
-		return nil, p.skipped.list, p.emptyError()
+		snap = nil
+	} else {
+		snap.Evidence.Arguments = p.anyArgs
+		snap.Evidence.Lineage = linkPySpyChildren(snap.Processes)
 	}
-	snap.Evidence.Arguments = p.anyArgs
-	snap.Evidence.Lineage = linkPySpyChildren(snap.Processes)
-	return snap, p.skipped.list, readErr
+	snap, err := readResult(snap, readErr, p.emptyError)
+	return snap, p.skipped.list, err
 }
 
 // linkPySpyChildren fills Children from the "Parent Process" lines of
@@ -456,14 +452,8 @@ func isPythonFile(f string) bool {
 }
 
 func (p *pyParser) emptyError() error {
-	if p.first == 0 {
-		return &LineError{Msg: "empty input: no py-spy dump"}
-	}
-	line := p.first
-	if len(p.skipped.list) > 0 {
-		line = p.skipped.list[0].From
-	}
-	return &LineError{Line: line, Msg: `not a py-spy dump: no thread ("Thread 4137 (idle): \"MainThread\"") with frames ("    main (app.py:12)")`}
+	return nothingRead(p.first, p.skipped.list, "empty input: no py-spy dump",
+		`not a py-spy dump: no thread ("Thread 4137 (idle): \"MainThread\"") with frames ("    main (app.py:12)")`)
 }
 
 // pySpyTrace is py-spy's StackTrace as --json writes it.
@@ -587,10 +577,10 @@ func pySpyFromJSON(b []byte, lineBase int, readErr error, skipped ...Skipped) (*
 		proc.Threads = append(proc.Threads, th)
 	}
 	if len(snap.Processes) == 0 {
-		if readErr != nil {
-			return nil, skipped, readErr
-		}
-		return nil, skipped, &LineError{Line: lineBase + 1, Msg: "py-spy --json: no thread in the array"}
+		snap = nil
 	}
-	return snap, skipped, readErr
+	snap, err := readResult(snap, readErr, func() error {
+		return &LineError{Line: lineBase + 1, Msg: "py-spy --json: no thread in the array"}
+	})
+	return snap, skipped, err
 }

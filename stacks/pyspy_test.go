@@ -1,10 +1,6 @@
 package stacks
 
 import (
-	"bytes"
-	"errors"
-	"flag"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -32,10 +28,8 @@ import (
 //	                              dump cut mid-line
 //	pasted_json.md                --json in a ```json fence
 
-var updatePySpy = flag.Bool("update-pyspy", false, "rewrite testdata/dumps/py-spy/*.golden.json from the parser's output")
-
 func TestParsePySpyGolden(t *testing.T) {
-	checkDumpGoldens(t, "py-spy", ParsePySpy, *updatePySpy, "update-pyspy")
+	checkDumpGoldens(t, "py-spy", ParsePySpy, 0)
 }
 
 func TestParsePySpyText(t *testing.T) {
@@ -80,7 +74,7 @@ func TestParsePySpyNativeLocals(t *testing.T) {
 	if m := main.Stack[3]; m.Func != "main" || m.Args != nil {
 		t.Errorf("main() has locals only: %+v", m)
 	}
-	if got := dumpFrameNames(main.Stack); got[len(got)-1] != "__libc_start_main_impl" {
+	if got := funcs(main.Stack); got[len(got)-1] != "__libc_start_main_impl" {
 		t.Errorf("main %q", got)
 	}
 }
@@ -93,8 +87,8 @@ func TestParsePySpyJSONMatchesText(t *testing.T) {
 			if name == "lock_native.json" && len(skipped) != 0 {
 				t.Errorf("skipped %v", skipped)
 			}
-			if name == "pasted_json.md" && !reflect.DeepEqual(dumpSkipped(skipped), []string{"line 1 skipped: not a py-spy dump"}) {
-				t.Errorf("skipped %q", dumpSkipped(skipped))
+			if name == "pasted_json.md" {
+				checkSkipped(t, skipped, "line 1 skipped: not a py-spy dump")
 			}
 			p := js.Processes[0]
 			if p.Pid != 4137 || len(p.Threads) != 2 {
@@ -159,14 +153,10 @@ func TestParsePySpyGIL(t *testing.T) {
 	}
 
 	snap, skipped := parseStoredDump(t, "py-spy", "pasted_issue.md", ParsePySpy)
-	want := []string{
+	checkSkipped(t, skipped,
 		"lines 1–4 skipped: not a py-spy dump",
 		"lines 24–25 skipped: not a py-spy dump",
-		"line 35 skipped: not a py-spy dump",
-	}
-	if got := dumpSkipped(skipped); !reflect.DeepEqual(got, want) {
-		t.Errorf("skipped\n got %q\nwant %q", got, want)
-	}
+		"line 35 skipped: not a py-spy dump")
 	if len(snap.Processes) != 2 {
 		t.Fatalf("%d processes", len(snap.Processes))
 	}
@@ -229,20 +219,13 @@ Error: Failed to merge native and python frames (Have 2 native and 3 python)
 }
 
 func TestParsePySpyErrors(t *testing.T) {
-	tests := []struct{ in, want string }{
+	checkParseErrors(t, ParsePySpy, []errorCase{
 		{"", "empty input: no py-spy dump"},
 		{"hello\n", `line 1: not a py-spy dump: no thread ("Thread 4137 (idle): \"MainThread\"") with frames ("    main (app.py:12)")`},
 		{"[]", "line 1: py-spy --json: no thread in the array"},
 		{"[{\"thread_id\": 1, \"frames\": [", "line 1: py-spy --json: unexpected EOF"},
 		{"[\n{\"thread_id\": \"x\"}]", `line 2: py-spy --json: json: cannot unmarshal string into Go struct field pySpyTrace.thread_id of type uint64`},
-	}
-	for _, tt := range tests {
-		snap, _, err := ParsePySpy(strings.NewReader(tt.in))
-		var le *LineError
-		if snap != nil || !errors.As(err, &le) || err.Error() != tt.want {
-			t.Errorf("%q: snap %v err %v, want %q", tt.in, snap, err, tt.want)
-		}
-	}
+	})
 	snap, _, err := ParsePySpy(&brokenReader{data: []byte("Thread 1 (idle)\n    f (a.py:1)\n")})
 	if err == nil || snap == nil {
 		t.Errorf("read error: snap %v err %v", snap, err)
@@ -250,19 +233,10 @@ func TestParsePySpyErrors(t *testing.T) {
 }
 
 func FuzzParsePySpy(f *testing.F) {
-	for _, file := range storedDumps(f, "py-spy") {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-	}
-	f.Add([]byte("Process 1: a\nProcess 1: a\nParent Process 1: a\nThread 1\n    f (\n"))
-	f.Add([]byte("```\n[\n{\"frames\": [{\"name\": \"0x\", \"locals\": [{\"arg\": true}]}]}\n]\n```\n"))
-	f.Fuzz(func(t *testing.T, in []byte) {
-		snap, skipped, err := ParsePySpy(bytes.NewReader(in))
-		checkDumpResult(t, in, snap, skipped, err)
-	})
+	fuzzDumps(f, "py-spy", ParsePySpy, nil,
+		"Process 1: a\nProcess 1: a\nParent Process 1: a\nThread 1\n    f (\n",
+		"```\n[\n{\"frames\": [{\"name\": \"0x\", \"locals\": [{\"arg\": true}]}]}\n]\n```\n",
+	)
 }
 
 func TestParsePySpyLinearTime(t *testing.T) {
@@ -277,5 +251,5 @@ func TestParsePySpyLinearTime(t *testing.T) {
 		"prose":       strings.Repeat("zz\n\n", 40000),
 		"json":        "[" + strings.Repeat(`{"thread_id":1,"frames":[{"name":"f","filename":"x.py","line":1}]},`, 25000) + `{"thread_id":2}]`,
 		"json nested": "[" + strings.Repeat("[", 40000),
-	}, map[string]bool{"frames": true, "threads": true, "json": true, "prose": false, "json nested": false})
+	}, map[string]bool{"frames": true, "threads": true, "json": true, "prose": false, "json nested": false}, linearBound)
 }

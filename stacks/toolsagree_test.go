@@ -44,11 +44,7 @@ func agreeKey(f Frame) string {
 	if f.Signal {
 		return "<signal>"
 	}
-	name := f.Func
-	if i := strings.IndexByte(name, '@'); i > 0 {
-		name = name[:i]
-	}
-	name = unqualified(FuncBase(name))
+	name := unqualified(FuncBase(noSymbolVersion(f.Func)))
 	name = strings.TrimPrefix(name, "__GI_")
 	name = strings.TrimLeft(name, "_")
 	if name == "" {
@@ -80,28 +76,17 @@ func unqualified(s string) string {
 }
 
 // machineFrames lists the keys of a stack's machine frames, up to main.
-func machineFrames(st []Frame) []string {
-	var out []string
-	for _, f := range st {
-		if f.Inlined {
-			continue
-		}
-		k := agreeKey(f)
-		if agreeTailCalls[k] {
-			continue
-		}
-		out = append(out, k)
-		if k == "main" {
-			break
-		}
-	}
-	return out
-}
+func machineFrames(st []Frame) []string { return frameKeys(st, false) }
 
 // allFrames lists the keys of every frame, inlined ones too, up to main.
-func allFrames(st []Frame) []string {
+func allFrames(st []Frame) []string { return frameKeys(st, true) }
+
+func frameKeys(st []Frame, inlined bool) []string {
 	var out []string
 	for _, f := range st {
+		if f.Inlined && !inlined {
+			continue
+		}
 		k := agreeKey(f)
 		if agreeTailCalls[k] {
 			continue
@@ -117,13 +102,13 @@ func allFrames(st []Frame) []string {
 func TestToolsAgree(t *testing.T) {
 	for _, name := range []string{"mutex_o2", "cxx_mutex", "sighandler"} {
 		t.Run(name, func(t *testing.T) {
-			gdb, _ := parseToolFile(t, gdbDumps, "xcheck_"+name+".txt", ParseGDB)
-			lldb, _ := parseToolFile(t, lldbDumps, name+".txt", ParseLLDB)
-			euv, _ := parseToolFile(t, euDumps, name+"_v.txt", ParseEUStack)
+			gdb, _ := parseGDBFile(t, "xcheck_"+name+".txt")
+			lldb, _ := parseLLDBFile(t, name+".txt")
+			euv, _ := parseEUFile(t, name+"_v.txt")
 			checkToolsAgree(t, gdb, map[string]*Snapshot{"lldb": lldb, "eu-stack -v": euv})
 			// plain eu-stack (ELF symbols, no inlined frames): the same
 			// machine frames as eu-stack -v, PC for PC
-			plain, _ := parseToolFile(t, euDumps, name+".txt", ParseEUStack)
+			plain, _ := parseEUFile(t, name+".txt")
 			for _, th := range euv.Processes[0].Threads {
 				var want, got []uint64
 				for _, f := range th.Stack {
@@ -199,7 +184,7 @@ func TestToolsAgreeLive(t *testing.T) {
 	p.Settle(2 * time.Second)
 	pid := strconv.Itoa(p.Pid)
 
-	parse := func(what string, out []byte, fn toolParseFunc) *Snapshot {
+	parse := func(what string, out []byte, fn dumpParser) *Snapshot {
 		t.Helper()
 		snap, skipped, err := fn(bytes.NewReader(out))
 		if err != nil || len(skipped) != 0 {
@@ -242,11 +227,7 @@ func TestParsePstack(t *testing.T) {
 		name    string
 		threads int
 	}{{"pstack_mutex_o2.txt", 5}, {"pstack_threads10.txt", 12}} {
-		b, err := os.ReadFile(gdbDumps + "/" + tt.name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		snap, skipped, format, err := Parse(bytes.NewReader(b), "")
+		snap, skipped, format, err := Parse(bytes.NewReader(readStoredDump(t, "gdb", tt.name)), "")
 		if err != nil || format != "gdb" || len(skipped) != 0 {
 			t.Fatalf("%s: format %q err %v skipped %v", tt.name, format, err, skipped)
 		}
