@@ -52,6 +52,9 @@ type sampler struct {
 	// stackBuf is reused for every blocked thread's stack copy: the copy
 	// lives only while that thread is unwound.
 	stackBuf []byte
+	// peers finds the processes at the other end of the pipes and
+	// sockets threads wait on; made on first use (peers.go).
+	peers *peerIndex
 }
 
 // sampleTarget takes one sample of every thread of tg.
@@ -111,6 +114,7 @@ func (s *sampler) stackOf(tg *target, tid int, st taskStat, notes *[]string) ([]
 		if wait.Fd > 0 || wait.Syscall == "read" {
 			wait.FdTarget = fdTarget(tg.pid, wait.Fd)
 		}
+		s.crossProcess(tg, wait, sc)
 	}
 	frames := s.unwindThread(tg, tid, sc, notes)
 	tg.lockEvidence(wait, frames)

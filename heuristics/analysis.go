@@ -25,6 +25,9 @@ type Analysis struct {
 	// lockPids are the processes a lock signature explains, computed on
 	// first use.
 	lockPids map[int]bool
+	// stuck are the processes stuck on a deadlock or on a stuck process
+	// (waiting-on-process), computed on first use.
+	stuck map[int]*stuckProc
 	// rules are the known-issue rules in force; on stack-only evidence
 	// their frames help choose between verdicts.
 	rules []Rule

@@ -724,3 +724,90 @@ func count(ds []heuristics.Diagnosis, id string) int {
 	}
 	return n
 }
+
+// A process tree hung by one inherited lock: the worker C is stuck in
+// fork-inherited-lock (registry_lock, held by the parent's registry-gc
+// at fork), the parent P waits in waitpid for C, and the client K reads
+// a pipe whose write end only C holds. The report reads as one chain:
+// the lock first, then whom it holds up, each link naming it.
+func TestLiveTreePipe(t *testing.T) {
+	bin := patient.Build(t, "tree_pipe.c", patient.O2g...)
+	var tree []int
+	l := startLive(t, []string{bin}, func(p *patient.Proc) []int {
+		child, client := p.Int(t, "child"), p.Int(t, "client")
+		killChildAtEnd(t, p, child)
+		killChildAtEnd(t, p, client)
+		tree = attach.Descendants(p.Pid)
+		return tree
+	})
+	parent, child, client := l.p.Pid, l.p.Int(t, "child"), l.p.Int(t, "client")
+	owner := l.p.Int(t, "owner")
+	for _, pid := range []int{parent, child, client} {
+		if !slices.Contains(tree, pid) {
+			t.Errorf("evidence: Descendants(%d) = %v lacks %d", parent, tree, pid)
+		}
+	}
+
+	// The evidence: the lineage, the lock, the wait4 and the pipe's peer.
+	wantForkChild(t, l, child, parent, owner)
+	worker := l.thread(t, child, child)
+	wantFrames(t, worker, "pthread_mutex_lock", "registry_register", "run_worker", "main")
+	wantMutexWait(t, worker, owner, "registry_lock")
+	if w := l.thread(t, parent, parent).Wait; w == nil || w.Syscall != "wait4" || w.ChildPid != child {
+		t.Errorf("evidence: parent %d: wait %+v, want wait4 for child %d", parent, w, child)
+	}
+	reader := l.thread(t, client, client)
+	wantFrames(t, reader, "await_result", "run_client", "main")
+	if w := reader.Wait; w == nil || w.Syscall != "read" || !strings.HasPrefix(w.FdTarget, "pipe:[") || !slices.Equal(w.PeerPids, []int{child}) {
+		t.Errorf("evidence: client %d: wait %+v, want a read on a pipe whose only writer is %d", client, w, child)
+	}
+
+	// The root cause first.
+	if d := l.top(t, "fork-inherited-lock"); d != nil {
+		wantTids(t, d, "the worker's waiting thread and the parent's owner", child, owner)
+		wantPids(t, d, child)
+		wantSummary(t, d, strconv.Itoa(child), strconv.Itoa(owner))
+	}
+	// Then the processes it holds up, each linked to it.
+	links := map[int]*heuristics.Diagnosis{}
+	for i := range l.diags {
+		d := &l.diags[i]
+		if d.ID != "waiting-on-process" {
+			continue
+		}
+		if i == 0 {
+			t.Errorf("diagnosis: waiting-on-process ranked before the deadlock it links to")
+		}
+		if len(d.Pids) > 0 {
+			links[d.Pids[0]] = d
+		}
+	}
+	for _, c := range []struct {
+		waiter int
+		how    string
+	}{{parent, "wait4"}, {client, "pipe"}} {
+		d := links[c.waiter]
+		if d == nil {
+			t.Errorf("diagnosis: no waiting-on-process for %d (the %s to %d)", c.waiter, c.how, child)
+			continue
+		}
+		if !d.Deadlock {
+			t.Errorf("diagnosis: waiting-on-process for %d: Deadlock false, but %d is deadlocked", c.waiter, child)
+		}
+		if len(d.Tids) < 2 || d.Tids[0] != c.waiter || !slices.Contains(d.Tids, child) {
+			t.Errorf("diagnosis: waiting-on-process for %d: tids %v, want the waiter %d first, then %d", c.waiter, d.Tids, c.waiter, child)
+		}
+		wantPids(t, d, c.waiter, child)
+		wantConfidence(t, d, heuristics.High)
+		wantSummary(t, d, strconv.Itoa(c.waiter), strconv.Itoa(child), c.how, "fork-inherited-lock", strconv.Itoa(owner), "registry_lock")
+	}
+	if n := count(l.diags, "waiting-on-process"); n != 2 {
+		t.Errorf("diagnosis: %d waiting-on-process diagnoses, want 2 (parent and client)", n)
+	}
+	// Nothing calls the waiters calm.
+	for _, d := range l.diags {
+		if !d.Deadlock && (slices.Contains(d.Pids, parent) || slices.Contains(d.Pids, client)) {
+			t.Errorf("diagnosis: a waiter behind the deadlock called %s: %s", d.ID, d.Summary)
+		}
+	}
+}

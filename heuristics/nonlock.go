@@ -391,11 +391,15 @@ func factTids(fs []threadFacts) []int {
 // "progressing", "io-wait", "sleeping", or "" when it gets none. A
 // process some deadlock signature of this file set claims, or whose
 // threads wait on a mutex with a known owner that does not run (the lock
-// signatures' ground), or that waits on a child process
-// (waiting-on-process), gets none.
+// signatures' ground), or that waits on a child process, or on a pipe
+// or socket whose other end a stuck process holds (waiting-on-process),
+// gets none.
 func calmVerdict(a *Analysis, p *stacks.Process) (string, []threadFacts) {
 	if p.Exited || len(p.Threads) == 0 || lockOwnedWait(a, p) || a.LockDiagnosed(p.Pid) {
 		return "", nil
+	}
+	if waitsOnStuck(a, p) {
+		return "", nil // it waits on a pipe or socket to a stuck process: waiting-on-process says so
 	}
 	if _, ok := spinWaitIn(a, p); ok {
 		return "", nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -12,25 +13,35 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hangdoc/hangdoc/attach"
+	"github.com/hangdoc/hangdoc/stacks"
 )
 
 type attachOptions struct {
 	pids     []int
 	samples  int
 	interval time.Duration
+	tree     bool
 	reportOptions
 }
 
 func newAttachCmd(ios *ioStreams) *cobra.Command {
 	opts := &attachOptions{}
 	cmd := &cobra.Command{
-		Use:   "attach PID...",
+		Use:   "attach [--tree] PID...",
 		Short: "Sample every thread of running processes and report their stacks",
 		Long: `attach samples every thread of each process several times without harming
 it: nothing is written to the target, threads blocked in the kernel are read
 through /proc without being stopped, and a thread is stopped (for at most
 a bounded time) only when its registers are needed. If hangdoc is killed,
 the target runs on.
+
+Several processes are sampled together, and --tree adds every descendant of
+each PID (children, their children, …). Waits between them are followed: a
+parent in wait4 waits on its child, a read on a pipe or a socket waits on the
+process holding the other end, and the report links a process to the stuck
+one it waits on ("pid 4120 waits for its child pid 4121, which is stuck in
+fork-inherited-lock: …"). With --tree, descendants that exit or cannot be read
+are left out, and said so on stderr.
 
 Needs ptrace permission over the target: root, or CAP_SYS_PTRACE.`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -53,6 +64,7 @@ Needs ptrace permission over the target: root, or CAP_SYS_PTRACE.`,
 	f := cmd.Flags()
 	f.IntVar(&opts.samples, "samples", 3, "how many times to sample every thread")
 	f.DurationVar(&opts.interval, "interval", 500*time.Millisecond, "time between samples")
+	f.BoolVar(&opts.tree, "tree", false, "also sample every descendant of each PID (the whole process tree)")
 	opts.addFlags(cmd)
 	return cmd
 }
@@ -72,10 +84,43 @@ func runAttach(ctx context.Context, opts *attachOptions, ios *ioStreams) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	pr := newProgress(ios.errOut)
-	snap, err := attach.Attach(ctx, opts.pids, attach.Options{Samples: opts.samples, Interval: opts.interval, Progress: pr.update})
+	aopts := attach.Options{Samples: opts.samples, Interval: opts.interval, Progress: pr.update}
+	var snap *stacks.Snapshot
+	if opts.tree {
+		snap, err = attachDescendants(ctx, opts.pids, aopts, ios)
+	} else {
+		snap, err = attach.Attach(ctx, opts.pids, aopts)
+	}
 	pr.clear()
 	if err != nil {
 		return err
 	}
 	return opts.diagnoseAndReport(ios, snap, rules)
+}
+
+// attachDescendants samples the processes named and all their
+// descendants in one snapshot. The processes named must be there; a
+// descendant that exited, is a zombie or cannot be read is left out
+// (attachTree), and stderr says so.
+func attachDescendants(ctx context.Context, roots []int, opts attach.Options, ios *ioStreams) (*stacks.Snapshot, error) {
+	for _, pid := range roots {
+		if err := attach.Attachable(pid); err != nil {
+			return nil, err
+		}
+	}
+	var pids []int
+	for _, root := range roots {
+		for _, pid := range append([]int{root}, attach.Descendants(root)...) {
+			if !slices.Contains(pids, pid) {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	snap, notes, err := attachTree(ctx, pids, opts)
+	for _, n := range notes {
+		if err == nil || n != err.Error() { // else main says it, once
+			fmt.Fprintf(ios.errOut, "hangdoc: left out %s\n", n)
+		}
+	}
+	return snap, err
 }

@@ -1,0 +1,686 @@
+package heuristics
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/hangdoc/hangdoc/stacks"
+)
+
+func init() {
+	register(&Signature{
+		ID:    "waiting-on-process",
+		Title: "Waits on another process that is stuck",
+		Explain: `A thread waits on another process: a parent in wait4 or waitid for its child, a
+reader on a pipe or a socket whose other end that process holds (a writer on a
+full pipe, for its reader). hangdoc follows the wait: when the process waited on
+is stuck itself (a lock signature names it, it spins, it is stuck in a driver
+after fork, or it waits in turn on a stuck process), the waiter is stuck for as
+long as it is, and the verdict links the two: "pid 4120 waits for its child
+pid 4121, which is stuck in fork-inherited-lock: …". The root cause is that
+other diagnosis, which comes first; this one says whom it holds up. Processes
+that wait on each other in a ring (a parent in waitpid for a child that blocks
+writing to a full pipe only the parent reads) are a deadlock of their own.
+When the child waited on is not stuck (it runs, sleeps on a timer, waits on
+I/O), the verdict says so and claims no deadlock. A live attach of the whole
+tree (hangdoc attach --tree PID) gives the evidence: pipe and socket peers are
+read from every process's open fds, /proc/net/tcp and the kernel's sock_diag.`,
+		Fix: `Fix the process at the end of the chain first: its own diagnosis says how. Then
+bound the wait, so that a stuck peer fails the waiter instead of hanging it
+too: a timeout on the read (poll with a timeout, SO_RCVTIMEO), waitpid with
+WNOHANG and a deadline (or a pidfd in poll), and kill a child that misses it.`,
+		Rank:  60,
+		Match: matchWaitingOnProcess,
+	})
+}
+
+// procWait is one thread's wait on another process of the snapshot.
+type procWait struct {
+	from ThreadRef
+	to   *stacks.Process
+	kind string // "child", "pipe-read", "pipe-write", "socket"
+	// peers are all the processes at the other end of a pipe or socket
+	// (Wait.PeerPids): the wait ends when any of them writes or reads;
+	// for a wait4 or waitid, the children it waits for.
+	peers []int
+}
+
+// only: the process waited on is the only one at the other end, or the
+// only child waited for.
+func (w procWait) only() bool { return len(w.peers) == 1 }
+
+// blocked says whether the wait can only end when a stuck process moves:
+// the child waited for is stuck (for a wait on any child, one stuck
+// child is enough: a parent that waits for all of them waits for it),
+// or every process at the other end of the pipe or socket is in the
+// snapshot and stuck.
+func (w procWait) blocked(stuck map[int]*stuckProc) bool {
+	if w.kind == "child" {
+		return stuck[w.to.Pid] != nil
+	}
+	for _, pid := range w.peers {
+		if stuck[pid] == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// procWaits lists the waits of every thread of p on other processes of
+// the snapshot; unsampled lists the children a wait4 or waitid waits
+// for that the snapshot does not have. A poll, select or epoll wait on
+// several fds is left out: an event loop with one connection to a stuck
+// process is not stuck itself (io-wait names it).
+func procWaits(a *Analysis, p *stacks.Process) (ws []procWait, unsampled []int) {
+	if p.Exited {
+		return nil, nil
+	}
+	for _, t := range p.Threads {
+		f := factsOf(t)
+		w := f.lastWait()
+		if f.zombie || w == nil {
+			continue
+		}
+		from := ThreadRef{Proc: p, Thread: t}
+		switch {
+		case f.kind == wkChild:
+			var kids []int
+			for _, e := range a.WaitsFor(t.Tid) {
+				if e.Kind == EdgeChild {
+					kids = append(kids, e.Children...)
+				}
+			}
+			if w.ChildPid > 0 {
+				kids = []int{w.ChildPid}
+			}
+			for _, c := range kids {
+				cp := a.Process(c)
+				switch {
+				case cp == nil:
+					unsampled = appendNew(unsampled, c)
+				case !cp.Exited:
+					ws = append(ws, procWait{from: from, to: cp, kind: "child", peers: kids})
+				}
+			}
+		case len(w.PeerPids) > 0 && f.kind == wkIO && len(w.Fds) == 0 && w.FdTarget != "":
+			kind := "socket"
+			switch {
+			case strings.HasPrefix(w.FdTarget, "pipe:") && isWriteCall(w.Syscall):
+				kind = "pipe-write"
+			case strings.HasPrefix(w.FdTarget, "pipe:"):
+				kind = "pipe-read"
+			case !strings.HasPrefix(w.FdTarget, "socket:"):
+				continue // an epoll fd: several sources
+			}
+			for _, pid := range w.PeerPids {
+				if q := a.Process(pid); q != nil && q != p && !q.Exited {
+					ws = append(ws, procWait{from: from, to: q, kind: kind, peers: w.PeerPids})
+				}
+			}
+		}
+	}
+	return ws, unsampled
+}
+
+func isWriteCall(call string) bool {
+	switch call {
+	case "write", "writev", "pwrite64", "sendto", "sendmsg", "sendmmsg":
+		return true
+	}
+	return false
+}
+
+// stuckProc says why a process is stuck: a root finding of its own, a
+// wait on another stuck process (next), or a ring of waits.
+type stuckProc struct {
+	id   string // the signature that names the root ("fork-inherited-lock")
+	what string // the root finding as a sentence
+	tids []int  // the root's stuck threads
+	conf string
+	next *procWait // the wait that makes a process stuck, when not a root
+	ring []procWait
+}
+
+// rootOf is the finding of a deadlock signature that explains p, read
+// from the graph and the detectors the signatures share (not from their
+// diagnoses), with the confidence that signature gives it.
+func rootOf(a *Analysis, p *stacks.Process) (*stuckProc, bool) {
+	if p.Exited {
+		return nil, false
+	}
+	if p.Fork != nil {
+		if d, ok := forkAccelIn(a, p); ok {
+			return &stuckProc{id: "fork-after-accelerator-init", what: d.Summary, tids: d.Tids, conf: d.Confidence}, true
+		}
+	}
+	if d, ok := spinWaitIn(a, p); ok {
+		return &stuckProc{id: "spin-wait-starved", what: d.Summary, tids: d.Tids, conf: d.Confidence}, true
+	}
+	if !a.LockDiagnosed(p.Pid) {
+		return nil, false
+	}
+	var reentries []reentry
+	reentriesRead := false
+	reentered := func(t *stacks.Thread) *reentry {
+		if !reentriesRead {
+			reentriesRead, reentries = true, findReentries(a)
+		}
+		for i := range reentries {
+			if reentries[i].waiter.Thread == t {
+				return &reentries[i]
+			}
+		}
+		return nil
+	}
+	for _, e := range a.graph.Edges {
+		if e.From.Proc != p || e.Kind != EdgeMutex || !stuckOnOwner(e) {
+			continue
+		}
+		s := &stuckProc{what: Step(e), tids: []int{e.From.Thread.Tid}, conf: a.graphConfidence()}
+		switch e.Lock.Owner.Kind {
+		case OwnerForkParent:
+			s.id = "fork-inherited-lock"
+		case OwnerGone:
+			s.id = "orphaned-lock"
+		case OwnerReused:
+			s.id, s.conf = "orphaned-lock", Medium
+		default:
+			s.id = "self-deadlock"
+			if reentered(e.From.Thread) != nil {
+				s.id = "signal-handler-reentry"
+			} else if e.Lock.Mutex.Kind&kindMask == kindErrCheck {
+				s.conf = Medium
+			}
+		}
+		return s, true
+	}
+	for _, c := range a.cycles {
+		if len(c) < 2 || !slices.ContainsFunc(c, func(e Edge) bool { return e.From.Proc == p }) {
+			continue
+		}
+		s := &stuckProc{id: "lock-order-cycle", what: ChainText(c), conf: a.graphConfidence()}
+		for _, e := range c {
+			if e.Kind == EdgeMutex && waitsForLoaderLock(e.From.Thread) {
+				s.id = "loader-lock"
+			}
+			s.tids = appendNew(s.tids, e.From.Thread.Tid)
+		}
+		return s, true
+	}
+	for _, t := range p.Threads {
+		if r := reentered(t); r != nil {
+			return &stuckProc{id: "signal-handler-reentry", conf: Medium, tids: []int{r.waiter.Thread.Tid},
+				what: fmt.Sprintf("%s waits in a signal handler for a lock the code it interrupted holds", threadLabel(r.waiter.Thread))}, true
+		}
+	}
+	for _, r := range findArgRelocks(a) {
+		if r.ref.Proc == p {
+			return &stuckProc{id: "self-deadlock", conf: Medium, tids: []int{r.ref.Thread.Tid},
+				what: fmt.Sprintf("%s waits for a lock that an outer frame of its own took", threadLabel(r.ref.Thread))}, true
+		}
+	}
+	if ws := a.stuckLockWaiters(p); len(ws) > 0 {
+		s := &stuckProc{id: "self-deadlock", conf: Low}
+		switch {
+		case p.Fork != nil:
+			s.id = "fork-inherited-lock"
+			if a.Snap.Evidence.CPU {
+				s.conf = Medium
+			}
+		case len(ws) > 1:
+			s.id = "lock-order-cycle"
+		}
+		for _, w := range ws {
+			s.tids = append(s.tids, w.Thread.Tid)
+		}
+		s.what = fmt.Sprintf("%s waits for a lock in %s that no running thread can release", threadLabel(ws[0].Thread), waitSite(ws[0].Thread))
+		return s, true
+	}
+	return nil, false
+}
+
+// stuckProcs says which processes of the snapshot are stuck and why: the
+// roots a deadlock signature explains; then, round by round, the
+// processes none of whose threads works that wait on a stuck one (so a
+// chain is followed by its shortest way); then rings of such processes
+// waiting on each other, and what waits on them.
+func stuckProcs(a *Analysis) map[int]*stuckProc {
+	// calmVerdict asks once per process and signature; a tree of many
+	// processes sharing one pipe (make's jobserver) must not pay each time.
+	if a.stuck == nil {
+		a.stuck = findStuckProcs(a)
+	}
+	return a.stuck
+}
+
+func findStuckProcs(a *Analysis) map[int]*stuckProc {
+	stuck := map[int]*stuckProc{}
+	var waits []procWait
+	for _, p := range a.Snap.Processes {
+		if s, ok := rootOf(a, p); ok {
+			stuck[p.Pid] = s
+		}
+		ws, _ := procWaits(a, p)
+		waits = append(waits, ws...)
+	}
+	if len(waits) == 0 {
+		return stuck
+	}
+	works := map[int]bool{}
+	for _, p := range a.Snap.Processes {
+		for _, t := range p.Threads {
+			if threadWorks(factsOf(t)) {
+				works[p.Pid] = true
+			}
+		}
+	}
+	propagate := func() {
+		for {
+			round := map[int]*stuckProc{}
+			for i := range waits {
+				w := &waits[i]
+				from := w.from.Proc.Pid
+				to := stuck[w.to.Pid]
+				if stuck[from] != nil || round[from] != nil || to == nil || works[from] || !w.blocked(stuck) {
+					continue
+				}
+				round[from] = &stuckProc{id: to.id, conf: to.conf, next: w}
+			}
+			if len(round) == 0 {
+				return
+			}
+			for pid, s := range round {
+				stuck[pid] = s
+			}
+		}
+	}
+	propagate()
+	// Rings: follow, from each process not yet stuck, its first wait on
+	// another such process; coming back to a process on the path closes
+	// a ring.
+	first := map[int]*procWait{}
+	for i := range waits {
+		w := &waits[i]
+		from := w.from.Proc.Pid
+		if first[from] == nil && stuck[from] == nil && stuck[w.to.Pid] == nil && !works[from] && !works[w.to.Pid] && w.only() {
+			first[from] = w
+		}
+	}
+	for _, p := range a.Snap.Processes {
+		var path []int
+		for pid := p.Pid; first[pid] != nil && stuck[pid] == nil; pid = first[pid].to.Pid {
+			if i := slices.Index(path, pid); i >= 0 {
+				var ring []procWait
+				for _, q := range path[i:] {
+					ring = append(ring, *first[q])
+				}
+				for _, q := range path[i:] {
+					stuck[q] = &stuckProc{id: "waiting-on-process", conf: Medium, ring: ring}
+				}
+				break
+			}
+			path = append(path, pid)
+		}
+	}
+	propagate()
+	return stuck
+}
+
+// waitsOnStuck reports whether a thread of p waits on a pipe or socket
+// whose other end is held by a stuck process of the snapshot (a parent
+// in wait4 is declined by calmVerdict anyway). Cheap when no thread has
+// peers in the snapshot.
+func waitsOnStuck(a *Analysis, p *stacks.Process) bool {
+	ws, _ := procWaits(a, p)
+	if !slices.ContainsFunc(ws, func(w procWait) bool { return w.kind != "child" }) {
+		return false
+	}
+	stuck := stuckProcs(a)
+	for _, w := range ws {
+		if w.kind != "child" && w.blocked(stuck) {
+			return true
+		}
+	}
+	return false
+}
+
+func matchWaitingOnProcess(a *Analysis) []Diagnosis {
+	var out []Diagnosis
+	stuck := stuckProcs(a)
+	rings := map[int]bool{} // by the pid that starts the ring
+	for _, p := range a.Snap.Processes {
+		ws, unsampled := procWaits(a, p)
+		if s := stuck[p.Pid]; s != nil && s.ring != nil {
+			if first := s.ring[0].from.Proc.Pid; !rings[first] {
+				rings[first] = true
+				out = append(out, ringDiagnosis(a, s.ring))
+			}
+			continue
+		}
+		// The waits on stuck processes, grouped under the first.
+		var onStuck []procWait
+		for _, w := range ws {
+			if stuck[w.to.Pid] != nil && w.blocked(stuck) {
+				onStuck = append(onStuck, w)
+			}
+		}
+		if len(onStuck) > 0 {
+			out = append(out, linkedDiagnosis(a, stuck, onStuck))
+			continue
+		}
+		if stuck[p.Pid] != nil {
+			continue // a root: its own diagnosis names it
+		}
+		if v, _ := calmVerdict(a, p); v != "" {
+			continue // a verdict of its own already says what it does
+		}
+		if d, ok := calmChildDiagnosis(a, p, ws, unsampled); ok {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// subject names the waiting thread for a summary: its process when it
+// is the main thread, else the thread and its process.
+func subject(r ThreadRef) string {
+	if r.Thread.Tid == r.Proc.Pid {
+		return whoProc(r.Proc)
+	}
+	return fmt.Sprintf("%s of %s", threadLabel(r.Thread), whoProc(r.Proc))
+}
+
+// link says what a wait is, after its subject: "waits in `wait4` for its
+// child pid 4121 `worker`", "blocks in `read` on a pipe (fd 3,
+// `pipe:[123]`) whose write end only pid 4121 `worker` holds".
+func (w procWait) link() string {
+	t := w.from.Thread
+	wt := factsOf(t).lastWait()
+	fd := fmt.Sprintf("fd %d, `%s`", wt.Fd, wt.FdTarget)
+	if wt.FdTarget == "" {
+		fd = fmt.Sprintf("fd %d", wt.Fd)
+	}
+	only := ""
+	if w.only() {
+		only = "only "
+	}
+	to := whoProc(w.to)
+	switch w.kind {
+	case "child":
+		rel := "its child "
+		if w.to.PPid != w.from.Proc.Pid {
+			rel = ""
+		}
+		if !w.only() {
+			return fmt.Sprintf("waits in `%s` for any of its children %s, among them %s", wt.Syscall, joinInts(w.peers), to)
+		}
+		return fmt.Sprintf("waits in `%s` for %s%s", wt.Syscall, rel, to)
+	case "pipe-read":
+		return fmt.Sprintf("blocks in `%s` on a pipe (%s) whose write end %s%s holds", wt.Syscall, fd, only, to)
+	case "pipe-write":
+		return fmt.Sprintf("blocks in `%s` on a full pipe (%s) whose read end %s%s holds", wt.Syscall, fd, only, to)
+	case "socket":
+		return fmt.Sprintf("blocks in `%s` on a socket (%s) whose other end %s%s holds", wt.Syscall, fd, only, to)
+	}
+	return fmt.Sprintf("blocks in `%s` on %s, whose other end %s%s holds", wt.Syscall, fd, only, to)
+}
+
+// chainFrom follows the waits from a stuck process to the root: the hops
+// and the root (nil for a ring, which ends the chain).
+func chainFrom(stuck map[int]*stuckProc, pid int) (hops []procWait, root *stacks.Process, s *stuckProc) {
+	seen := map[int]bool{}
+	for s = stuck[pid]; s != nil && s.next != nil && !seen[pid]; s = stuck[pid] {
+		seen[pid] = true
+		hops = append(hops, *s.next)
+		pid = s.next.to.Pid
+	}
+	if s != nil && s.ring == nil {
+		if len(hops) > 0 {
+			root = hops[len(hops)-1].to
+		}
+	}
+	return hops, root, s
+}
+
+// linkedDiagnosis says that the threads of one process wait on stuck
+// processes, following the first wait to the root finding.
+func linkedDiagnosis(a *Analysis, stuck map[int]*stuckProc, all []procWait) Diagnosis {
+	var ws []procWait // one wait a thread
+	for _, w := range all {
+		if !slices.ContainsFunc(ws, func(x procWait) bool { return x.from.Thread == w.from.Thread }) {
+			ws = append(ws, w)
+		}
+	}
+	w0 := ws[0]
+	hops, root, rs := chainFrom(stuck, w0.to.Pid)
+	hops = append([]procWait{w0}, hops...)
+	if root == nil {
+		root = hops[len(hops)-1].to
+	}
+	// "pid 4120 waits in `wait4` for its child pid 4121, which reads a
+	// pipe … whose write end only pid 4122 holds, which is stuck in …"
+	var b strings.Builder
+	b.WriteString(subject(w0.from) + " " + w0.link())
+	for _, h := range hops[1:] {
+		b.WriteString(", which ")
+		if h.from.Thread.Tid != h.from.Proc.Pid {
+			b.WriteString("in " + threadLabel(h.from.Thread) + " ")
+		}
+		b.WriteString(h.link())
+	}
+	d := Diagnosis{Deadlock: true, Confidence: High, Refs: waitRefs(hops)}
+	switch {
+	case rs != nil && rs.ring != nil:
+		fmt.Fprintf(&b, ", which waits in a ring of processes: %s", ringText(rs.ring))
+		d.Confidence = rs.conf
+	case rs != nil:
+		fmt.Fprintf(&b, ", which is stuck in %s: %s", rs.id, rs.what)
+		d.Confidence = rs.conf
+	}
+	if len(ws) > 1 {
+		fmt.Fprintf(&b, "; %d more of its threads wait on stuck processes", len(ws)-1)
+	}
+	d.Summary = b.String()
+
+	// Chain: one hop a line, then the root, then what it means.
+	var refs []ThreadRef
+	for _, w := range ws {
+		refs = append(refs, w.from)
+	}
+	for _, h := range hops {
+		d.Chain = append(d.Chain, subject(h.from)+" "+h.link())
+		refs = append(refs, h.from)
+	}
+	for _, w := range ws[1:] {
+		if w.from.Thread != w0.from.Thread {
+			d.Chain = append(d.Chain, subject(w.from)+" "+w.link())
+		}
+	}
+	d.Pids, d.Tids = orderRefs(refs...)
+	if rs != nil && rs.ring == nil {
+		d.Chain = append(d.Chain, fmt.Sprintf("%s is stuck in %s: %s", whoProc(root), rs.id, rs.what))
+		for _, tid := range rs.tids {
+			d.Tids = appendNew(d.Tids, tid)
+		}
+		d.Pids = appendNew(d.Pids, root.Pid)
+		d.Chain = append(d.Chain, fmt.Sprintf("%s waits for as long as pid %d is stuck: the %s diagnosis is the cause, this one is what it holds up", whoProc(w0.from.Proc), root.Pid, rs.id))
+		d.Fix = fmt.Sprintf("Fix pid %d first: the %s diagnosis says how; %s is stuck only because it waits on it. ", root.Pid, rs.id, whoProc(w0.from.Proc))
+	} else if rs != nil {
+		for _, r := range rs.ring {
+			d.Pids = appendNew(d.Pids, r.from.Proc.Pid)
+			d.Tids = appendNew(d.Tids, r.from.Thread.Tid)
+		}
+		d.Chain = append(d.Chain, "the processes of the ring wait on each other: "+ringText(rs.ring))
+		d.Fix = "Break the ring the other diagnosis names; "
+	}
+	d.Fix += boundWaitFix(hops)
+
+	// Evidence: the waits as read, and the waiters' stacks.
+	for _, h := range hops {
+		d.Evidence = append(d.Evidence, waitEvidence(h)...)
+	}
+	for _, w := range ws[1:] {
+		d.Evidence = append(d.Evidence, waitEvidence(w)...)
+	}
+	return d
+}
+
+// waitEvidence says what was read of one wait: the waiter's stack, the
+// fd and the processes at its other end, or the child waited for.
+func waitEvidence(w procWait) []string {
+	t := w.from.Thread
+	wt := factsOf(t).lastWait()
+	ev := []string{stackLine(t)}
+	switch w.kind {
+	case "child":
+		what := "any child"
+		if wt.ChildPid > 0 {
+			what = fmt.Sprintf("pid %d", wt.ChildPid)
+		}
+		ev = append(ev, fmt.Sprintf("%s is in `%s` for %s; pid %d's parent is %d", threadLabel(t), wt.Syscall, what, w.to.Pid, w.to.PPid))
+	default:
+		ev = append(ev, fmt.Sprintf("%s of pid %d blocks in `%s` on fd %d (`%s`); the other end is held by pid %s (read from every process's open fds)",
+			threadLabel(t), w.from.Proc.Pid, wt.Syscall, wt.Fd, wt.FdTarget, joinInts(w.peers)))
+	}
+	return ev
+}
+
+// boundWaitFix says how to keep the first waiter from hanging with the
+// process it waits on.
+func boundWaitFix(hops []procWait) string {
+	switch hops[0].kind {
+	case "child":
+		return "Bound the wait for the child: waitpid with WNOHANG and a deadline (or a pidfd in poll with a timeout), then kill it and report the hang; a test runner's per-test timeout does this."
+	case "pipe-write":
+		return "Do not block writing to a pipe the other side may never drain: drain it while waiting (communicate(), not wait(), in Python's subprocess), or write with a timeout."
+	}
+	return "Give the read a timeout (poll or select with one, SO_RCVTIMEO on a socket), so a stuck peer fails the reader instead of hanging it too."
+}
+
+// ringText says a ring of waits: "pid 100 waits in `wait4` for its child
+// pid 101, which writes to a full pipe … whose read end only pid 100
+// holds".
+func ringText(ring []procWait) string {
+	var parts []string
+	for i, w := range ring {
+		s := w.link()
+		if i == 0 {
+			s = subject(w.from) + " " + s
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, ", which ")
+}
+
+// ringDiagnosis: processes that wait on each other, none of whose threads
+// works: nothing from outside the ring will end the waits.
+func ringDiagnosis(a *Analysis, ring []procWait) Diagnosis {
+	d := Diagnosis{Deadlock: true, Confidence: Medium, Refs: waitRefs(ring)}
+	var pids []string
+	for _, w := range ring {
+		pids = append(pids, fmt.Sprint(w.from.Proc.Pid))
+		d.Pids = appendNew(d.Pids, w.from.Proc.Pid)
+		d.Tids = appendNew(d.Tids, w.from.Thread.Tid)
+		d.Chain = append(d.Chain, subject(w.from)+" "+w.link())
+		d.Evidence = append(d.Evidence, waitEvidence(w)...)
+	}
+	d.Summary = fmt.Sprintf("processes %s wait on each other: %s", strings.Join(pids, " and "), ringText(ring))
+	d.Chain = append(d.Chain, "no thread of these processes runs: each waits for another of the ring, which waits in turn")
+	d.Evidence = append(d.Evidence, "whether another thread could end a wait is judged from the samples: none of these processes has a thread that runs or whose stack moves")
+	d.Fix = boundWaitFix(ring)
+	for _, w := range ring {
+		if w.kind == "pipe-write" {
+			d.Fix = boundWaitFix([]procWait{w})
+		}
+	}
+	return d
+}
+
+// calmChildDiagnosis: a parent waits for children that are not stuck (or
+// were not sampled), and nothing else says what it does.
+func calmChildDiagnosis(a *Analysis, p *stacks.Process, ws []procWait, unsampled []int) (Diagnosis, bool) {
+	var kids []procWait
+	for _, w := range ws {
+		if w.kind == "child" {
+			kids = append(kids, w)
+		}
+	}
+	if len(kids) == 0 && len(unsampled) == 0 {
+		return Diagnosis{}, false
+	}
+	d := Diagnosis{Deadlock: false, Refs: waitRefs([]procWait{{kind: "child"}})}
+	if len(kids) == 0 {
+		// The children are not in the snapshot: say how to see them.
+		var t *stacks.Thread
+		for _, th := range p.Threads {
+			if f := factsOf(th); f.kind == wkChild && t == nil {
+				t = th
+			}
+		}
+		d.Confidence = Low
+		d.Summary = fmt.Sprintf("not a deadlock as far as this snapshot shows: %s waits in `%s` for its children %s, which were not sampled; run `hangdoc attach --tree %d` to follow the wait",
+			subject(ThreadRef{Proc: p, Thread: t}), factsOf(t).call, joinInts(unsampled), p.Pid)
+		d.Pids, d.Tids = []int{p.Pid}, []int{t.Tid}
+		d.Chain = []string{fmt.Sprintf("%s waits for a child process: whether it is stuck depends on the child", threadLabel(t))}
+		d.Evidence = []string{stackLine(t)}
+		return d, true
+	}
+	d.Confidence = Medium // its own verdict depends on the children's
+	var refs []ThreadRef
+	var states []string
+	for _, w := range kids {
+		refs = append(refs, w.from)
+		d.Chain = append(d.Chain, subject(w.from)+" "+w.link())
+		d.Evidence = append(d.Evidence, waitEvidence(w)...)
+		state := "is not stuck"
+		switch v, _ := calmVerdict(a, w.to); v {
+		case "progressing":
+			state = "is making progress"
+		case "io-wait":
+			state = "waits on I/O"
+		case "sleeping":
+			state = "sleeps on a timer"
+		}
+		states = append(states, fmt.Sprintf("%s %s", whoProc(w.to), state))
+	}
+	d.Pids, d.Tids = orderRefs(refs...)
+	for _, w := range kids {
+		d.Pids = appendNew(d.Pids, w.to.Pid)
+	}
+	w0 := kids[0]
+	d.Summary = fmt.Sprintf("not a deadlock: %s %s, which %s", subject(w0.from), w0.link(), strings.TrimPrefix(states[0], whoProc(w0.to)+" "))
+	if len(states) > 1 {
+		d.Summary += "; " + strings.Join(states[1:], "; ")
+	}
+	d.Chain = append(d.Chain, "the children are not stuck: the parent waits for them to finish")
+	d.Fix = "Nothing is deadlocked: the parent waits for its children, which are working or waiting themselves. Look at their verdicts to see what they wait for."
+	return d, true
+}
+
+// waitRefs are the manual pages of the waits a diagnosis names.
+func waitRefs(ws []procWait) []string {
+	refs := []string{}
+	add := func(r string) {
+		if !slices.Contains(refs, r) {
+			refs = append(refs, r)
+		}
+	}
+	for _, w := range ws {
+		switch w.kind {
+		case "child":
+			add("https://man7.org/linux/man-pages/man2/wait.2.html")
+			add("https://man7.org/linux/man-pages/man2/pidfd_open.2.html")
+		case "pipe-read", "pipe-write":
+			add("https://man7.org/linux/man-pages/man7/pipe.7.html")
+			add("https://man7.org/linux/man-pages/man2/poll.2.html")
+			if w.kind == "pipe-write" {
+				add("https://docs.python.org/3/library/subprocess.html#subprocess.Popen.wait")
+			}
+		default:
+			add("https://man7.org/linux/man-pages/man7/socket.7.html")
+			add("https://man7.org/linux/man-pages/man2/poll.2.html")
+		}
+	}
+	return refs
+}
