@@ -48,7 +48,7 @@ type Options struct {
 // gets no deadlock claim.
 func Diagnose(snap *stacks.Snapshot, opts Options) []Diagnosis {
 	a := NewAnalysis(snap)
-	rules := mergeRules(append(builtinRules(), opts.Rules...))
+	rules := RulesInForce(opts.Rules)
 	a.rules = rules
 	var out []Diagnosis
 	for _, s := range sortedCatalogue() {

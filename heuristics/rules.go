@@ -334,6 +334,10 @@ func (r *Rule) compile() (*ruleRegexps, string, error) {
 	return re, "", nil
 }
 
+// RulesInForce are the built-in rules with the user's added, a user rule
+// with a built-in's id replacing it in place: the rules Diagnose applies.
+func RulesInForce(user []Rule) []Rule { return mergeRules(append(builtinRules(), user...)) }
+
 // mergeRules lets a later rule replace an earlier one with the same id
 // (a user's --rules file overrides a built-in), in the earlier's place.
 func mergeRules(rules []Rule) []Rule {

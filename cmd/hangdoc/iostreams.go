@@ -25,9 +25,12 @@ func systemStreams() *ioStreams {
 	}
 }
 
-// colorEnabled resolves --color=auto|always|never with NO_COLOR
+// colorEnabled resolves --color for standard output.
+func (s *ioStreams) colorEnabled(mode string) bool { return colorFor(mode, s.outIsTerminal) }
+
+// colorFor resolves --color=auto|always|never with NO_COLOR
 // (no-color.org): auto means color only on a terminal.
-func (s *ioStreams) colorEnabled(mode string) bool {
+func colorFor(mode string, terminal bool) bool {
 	switch mode {
 	case "always":
 		return true
@@ -37,5 +40,5 @@ func (s *ioStreams) colorEnabled(mode string) bool {
 	if _, set := os.LookupEnv("NO_COLOR"); set {
 		return false
 	}
-	return s.outIsTerminal
+	return terminal
 }

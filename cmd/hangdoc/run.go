@@ -388,18 +388,7 @@ func writeFile(path string, appendTo bool, write func(io.Writer) error) error {
 }
 
 // colorOn resolves --color for the stream w (stderr, here).
-func colorOn(mode string, w io.Writer) bool {
-	switch mode {
-	case "always":
-		return true
-	case "never":
-		return false
-	}
-	if _, set := os.LookupEnv("NO_COLOR"); set {
-		return false
-	}
-	return writerIsTerminal(w)
-}
+func colorOn(mode string, w io.Writer) bool { return colorFor(mode, writerIsTerminal(w)) }
 
 // errTreeGone: every process of the tree exited before it could be read.
 var errTreeGone = errors.New("every process of the tree exited or could not be read before sampling: nothing to report")

@@ -65,14 +65,14 @@ func runSignatures(opts *signaturesOptions, ios *ioStreams) error {
 	if opts.format != "text" && opts.format != "json" {
 		return usageError{fmt.Errorf("--format %q: want text or json", opts.format)}
 	}
-	rules := heuristics.BuiltinRules()
+	var user []heuristics.Rule
 	if opts.rules != "" {
-		user, err := heuristics.LoadRulesFile(opts.rules)
-		if err != nil {
+		var err error
+		if user, err = heuristics.LoadRulesFile(opts.rules); err != nil {
 			return usageError{fmt.Errorf("--rules: %v", flatText(err.Error()))}
 		}
-		rules = mergeRuleLists(rules, user)
 	}
+	rules := heuristics.RulesInForce(user)
 	sigs := append([]*heuristics.Signature(nil), heuristics.Catalogue...)
 	sort.SliceStable(sigs, func(i, j int) bool { return sigs[i].Rank < sigs[j].Rank })
 
@@ -99,25 +99,6 @@ func runSignatures(opts *signaturesOptions, ios *ioStreams) error {
 		return enc.Encode(doc)
 	}
 	return writeSignaturesText(ios.out, doc.Signatures, doc.KnownIssues)
-}
-
-// mergeRuleLists appends user rules; one with a built-in's id replaces it
-// in place, as Diagnose does.
-func mergeRuleLists(base, user []heuristics.Rule) []heuristics.Rule {
-	out := append([]heuristics.Rule(nil), base...)
-	at := map[string]int{}
-	for i, r := range out {
-		at[r.ID] = i
-	}
-	for _, r := range user {
-		if i, ok := at[r.ID]; ok {
-			out[i] = r
-			continue
-		}
-		at[r.ID] = len(out)
-		out = append(out, r)
-	}
-	return out
 }
 
 func writeSignaturesText(w io.Writer, sigs []signatureEntry, rules []knownIssueEntry) error {
