@@ -21,18 +21,8 @@ socket, the process holding the other end of the pipe (if it is hung too, run
 hangdoc attach on it), the device or file. Give the read a timeout if the peer
 may never answer.`,
 		Rank:  120,
-		Match: matchIOWait,
+		Match: matchCalm("io-wait", ioWaitDiagnosis),
 	})
-}
-
-func matchIOWait(a *Analysis) []Diagnosis {
-	var out []Diagnosis
-	for _, p := range a.Snap.Processes {
-		if v, all := calmVerdict(a, p); v == "io-wait" {
-			out = append(out, ioWaitDiagnosis(a, p, all))
-		}
-	}
-	return out
 }
 
 // fdSyscalls take one fd as their first argument.

@@ -450,3 +450,17 @@ func othersText(all []threadFacts, skip map[int]bool) []string {
 	}
 	return limitList(out, 6)
 }
+
+// matchCalm is the matcher of one verdict that is not a deadlock: each
+// process gets the one calmVerdict gives it, at most.
+func matchCalm(verdict string, diagnose func(a *Analysis, p *stacks.Process, all []threadFacts) Diagnosis) func(*Analysis) []Diagnosis {
+	return func(a *Analysis) []Diagnosis {
+		var out []Diagnosis
+		for _, p := range a.Snap.Processes {
+			if v, all := calmVerdict(a, p); v == verdict {
+				out = append(out, diagnose(a, p, all))
+			}
+		}
+		return out
+	}
+}

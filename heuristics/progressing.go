@@ -20,18 +20,8 @@ py-spy top --pid PID) instead of debugging a hang; if it should have finished,
 look at what the busiest thread loops over, and sample again later to see
 whether it moves on.`,
 		Rank:  110,
-		Match: matchProgressing,
+		Match: matchCalm("progressing", progressingDiagnosis),
 	})
-}
-
-func matchProgressing(a *Analysis) []Diagnosis {
-	var out []Diagnosis
-	for _, p := range a.Snap.Processes {
-		if v, all := calmVerdict(a, p); v == "progressing" {
-			out = append(out, progressingDiagnosis(a, p, all))
-		}
-	}
-	return out
 }
 
 func progressingDiagnosis(a *Analysis, p *stacks.Process, all []threadFacts) Diagnosis {

@@ -20,18 +20,8 @@ working, look at why it sleeps: a retry or back-off loop, a rate limit, a poll
 interval, or a sleep-and-check loop waiting for something another process
 should do.`,
 		Rank:  130,
-		Match: matchSleeping,
+		Match: matchCalm("sleeping", func(_ *Analysis, p *stacks.Process, all []threadFacts) Diagnosis { return sleepingDiagnosis(p, all) }),
 	})
-}
-
-func matchSleeping(a *Analysis) []Diagnosis {
-	var out []Diagnosis
-	for _, p := range a.Snap.Processes {
-		if v, all := calmVerdict(a, p); v == "sleeping" {
-			out = append(out, sleepingDiagnosis(p, all))
-		}
-	}
-	return out
 }
 
 func sleepingDiagnosis(p *stacks.Process, all []threadFacts) Diagnosis {
