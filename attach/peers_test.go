@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 	"unsafe"
@@ -180,11 +179,7 @@ func TestResolvePipePeers(t *testing.T) {
 	holder := func(f *os.File) int {
 		cmd := exec.Command("sleep", "100")
 		cmd.ExtraFiles = []*os.File{f}
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		patient.StartKept(t, cmd)
 		return cmd.Process.Pid
 	}
 	writer, reader := holder(w), holder(r)
@@ -296,11 +291,7 @@ func TestWaitidChild(t *testing.T) {
 		t.Errorf("P_ALL: %d", got)
 	}
 	cmd := exec.Command("sleep", "100")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	patient.StartKept(t, cmd)
 	pidfd, err := unix.PidfdOpen(cmd.Process.Pid, 0)
 	if err != nil {
 		t.Skip(err)

@@ -18,10 +18,8 @@ import (
 func startTree(t *testing.T, script string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command("sh", "-c", script)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	patient.StartKept(t, cmd)
 	t.Cleanup(func() {
 		tree := Descendants(cmd.Process.Pid)
 		for i := len(tree) - 1; i > 0; i-- {

@@ -854,3 +854,34 @@ func runGDB(t testing.TB, what, tool string, args ...string) string {
 	}
 	return string(out)
 }
+
+// StartKept starts cmd with Pdeathsig set, from an OS thread kept locked
+// until the test ends. Pdeathsig fires when the thread that forked the
+// child exits, not the process: hangdoc's tracer ends OS threads of the
+// test binary, and a child forked from one would be killed mid-test. The
+// child is SIGKILLed and reaped when the test ends.
+func StartKept(t testing.TB, cmd *exec.Cmd) {
+	t.Helper()
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	started, release := make(chan error, 1), make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		err := cmd.Start()
+		started <- err
+		if err == nil {
+			<-release
+		}
+	}()
+	if err := <-started; err != nil {
+		t.Fatalf("start %s: %v", cmd.Path, err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		close(release)
+	})
+}
