@@ -4,7 +4,7 @@ FUZZTIME  ?= 30s
 BENCHTIME ?= 1s
 TIMEOUT   ?= 9m
 
-.PHONY: all build test bench demo lint fuzz clean
+.PHONY: all build test bench demo lint fuzz soak clean
 
 all: build
 
@@ -20,6 +20,12 @@ test:
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -benchmem -timeout $(TIMEOUT) ./...
 	HANGDOC_FREEZE_TABLE=1 $(GO) test ./attach -run TestFreezeTable -v -count=1 -timeout 15m
+
+# The long proof runs (opt-in; CI runs 100 attaches and 50 kills): 1000
+# attaches in one process with hangdoc's heap and fds flat, and 100
+# SIGKILLs of hangdoc mid-attach, the target released and undisturbed.
+soak:
+	HANGDOC_SOAK=1 HANGDOC_KILL_RUNS=100 $(GO) test ./attach -run '^(TestSoak|TestKillDuringAttach)$$' -v -count=1 -timeout 15m
 
 # Builds hangdoc and a patient that hangs on a mutex, attaches to it, and
 # kills the patient however the run ends.

@@ -109,15 +109,16 @@ func hangdocBinary(t *testing.T) string {
 }
 
 // TestKillDuringAttach SIGKILLs hangdoc at random moments of an attach,
-// 50 times: each time, every thread of the target must leave its ptrace
+// 50 times (HANGDOC_KILL_RUNS; make soak runs 100): each time, every thread of the target must leave its ptrace
 // stop and the target must go on undisturbed.
 func TestKillDuringAttach(t *testing.T) {
 	patient.RequirePtrace(t)
 	bin := hangdocBinary(t)
 	p := patient.Start(t, patient.Build(t, "invariants.c", patient.O2g...))
 	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+	runs := envInt(t, "HANGDOC_KILL_RUNS", 50)
 	killed := 0
-	for i := 0; i < 50; i++ {
+	for i := 0; i < runs; i++ {
 		cmd := exec.Command(bin, "attach", "--samples", "20", "--interval", "2ms", fmt.Sprint(p.Pid))
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -134,11 +135,11 @@ func TestKillDuringAttach(t *testing.T) {
 		}
 		checkReleased(t, p.Pid)
 	}
-	if killed < 25 {
-		t.Fatalf("only %d of 50 runs were killed mid-way: the kill came too late to test anything", killed)
+	if killed < runs/2 {
+		t.Fatalf("only %d of %d runs were killed mid-way: the kill came too late to test anything", killed, runs)
 	}
 	line := checkInvariants(t, p)
-	t.Logf("%d of 50 runs killed mid-attach; patient: %s", killed, line)
+	t.Logf("%d of %d runs killed mid-attach; patient: %s", killed, runs, line)
 }
 
 // TestStoppedProcessStaysStopped: a process stopped (state T) before
