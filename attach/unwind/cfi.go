@@ -82,6 +82,7 @@ func (w *walker) stepCFI(cur state, fde *frame.FrameDescriptionEntry, lpc uint64
 	if !ok || rule.Rule == frame.RuleUndefined {
 		// _start and clone3 mark the outermost frame this way.
 		n.regs.Set(RIP, 0)
+		st.outermost = true
 		return st, nil
 	}
 	v, s := w.rule(cur, int(ra), rule, cfa)

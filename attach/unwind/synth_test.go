@@ -139,11 +139,12 @@ func TestSynthCFI(t *testing.T) {
 	// A at fnA+0x10 (rbx pushed): [sp]=saved rbx, [sp+8]=RA into B.
 	m.put(sp0, 0xbbbb)
 	m.put(sp0+8, fnB+0x20)
-	// B: CFA = sp0+16+8, RA at sp0+16 → 0 ends the stack.
+	// B: CFA = sp0+16+8, RA at sp0+16 → 0 ends the stack, but the CFI
+	// promised a caller: reported as StopZeroRA, not a clean end.
 	m.put(sp0+16, 0)
 	regs := regsOf(unwind.RIP, fnA+0x10, unwind.RSP, sp0, unwind.RBX, 0x1111, unwind.RAX, 7)
 	res := unwind.Unwind(regs, m.overlay(nil), tables, unwind.Options{})
-	if res.Stop != unwind.StopEnd || len(res.Frames) != 2 {
+	if res.Stop != unwind.StopZeroRA || len(res.Frames) != 2 {
 		t.Fatalf("stop %q, %d frames", res.Stop, len(res.Frames))
 	}
 	a, b := res.Frames[0], res.Frames[1]
@@ -236,10 +237,10 @@ func TestSynthSignalByCode(t *testing.T) {
 	sigcontext(&m, uc, interrupted)
 	m.put(sp0+0x400, 0xbbbb)   // A's saved rbx
 	m.put(sp0+0x408, fnB+0x20) // A's return address
-	m.put(sp0+0x410, 0)        // B's: end
+	m.put(sp0+0x410, 0)        // B's: end (through CFI: StopZeroRA)
 
 	res := unwind.Unwind(regsOf(unwind.RIP, fnB+4, unwind.RSP, sp0), m.overlay(code), tables, unwind.Options{})
-	if res.Stop != unwind.StopEnd || len(res.Frames) != 4 {
+	if res.Stop != unwind.StopZeroRA || len(res.Frames) != 4 {
 		t.Fatalf("stop %q, frames %+v", res.Stop, res.Frames)
 	}
 	sig, a := res.Frames[1], res.Frames[2]
@@ -288,10 +289,10 @@ func TestSynthSignalFDE(t *testing.T) {
 	uc := uint64(sp0 + 8)
 	sigcontext(&m, uc, regsOf(unwind.RIP, fnA+0x10, unwind.RSP, sp0+0x100, unwind.RBX, 0x77, 12, 0xc))
 	m.put(sp0+0x100, 0xbbbb)
-	m.put(sp0+0x108, 0)
+	m.put(sp0+0x108, 0) // through CFI: StopZeroRA
 
 	res := unwind.Unwind(regsOf(unwind.RIP, fnB+4, unwind.RSP, sp0), m.overlay(nil), tables, unwind.Options{})
-	if res.Stop != unwind.StopEnd || len(res.Frames) != 3 {
+	if res.Stop != unwind.StopZeroRA || len(res.Frames) != 3 {
 		t.Fatalf("stop %q, frames %+v", res.Stop, res.Frames)
 	}
 	sig, a := res.Frames[1], res.Frames[2]

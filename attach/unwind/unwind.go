@@ -121,4 +121,5 @@ const (
 	StopEnd      = "end of stack"
 	StopDepth    = "depth limit"
 	StopNoGrowth = "sp did not grow"
+	StopZeroRA   = "return address 0 where the unwind tables promised a caller"
 )

@@ -36,6 +36,9 @@ type step struct {
 	caller state
 	cfa    uint64
 	method string // how the caller was found
+	// outermost is set when the CFI says there is no caller (the return
+	// address column is undefined, as in _start and clone3).
+	outermost bool
 }
 
 // Unwind walks the stack that starts at regs (RIP and RSP must be
@@ -73,8 +76,14 @@ func Unwind(regs Regs, mem Memory, tables Tables, opt Options) Result {
 		next := st.caller
 		npc, nsp, sp := next.regs.Val[RIP], next.regs.Val[RSP], cur.regs.Val[RSP]
 		switch {
-		case npc == 0:
+		case npc == 0 && (st.outermost || st.method != "cfi"):
 			res.Stop = StopEnd
+			return res
+		case npc == 0:
+			// The CFI read a return address of 0 from the stack: either a
+			// runtime that ends its stacks that way, or tables that do not
+			// describe this code. Say so rather than call it complete.
+			res.Stop = StopZeroRA
 			return res
 		case !signal && nsp <= sp,
 			// A signal may have run on an alternate stack, below the
