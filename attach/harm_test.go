@@ -50,11 +50,14 @@ func checkReleased(t *testing.T, pid int) {
 }
 
 // checkInvariants asks the invariants patient whether anything it checks
-// was disturbed: a lost record, an EINTR, a late timer.
+// was disturbed: a lost record, an EINTR, a late timer; and whether it
+// still behaves normally: it handled the SIGUSR1 asking, and its signals
+// thread could still dlopen libm and call into it (dlopen=ok).
 func checkInvariants(t *testing.T, p *patient.Proc) string {
 	t.Helper()
 	line := p.Ask(t, syscall.SIGUSR1, "ok ", 5*time.Second)
-	if !strings.HasPrefix(line, "ok ") || !strings.Contains(line, " eintr=0 ") || !strings.HasSuffix(line, " short=0") {
+	if !strings.HasPrefix(line, "ok ") || !strings.Contains(line, " dlopen=ok ") ||
+		!strings.Contains(line, " eintr=0 ") || !strings.HasSuffix(line, " short=0") {
 		t.Fatalf("patient's invariants broken: %s", line)
 	}
 	return line
@@ -115,11 +118,22 @@ func TestKillDuringAttach(t *testing.T) {
 	patient.RequirePtrace(t)
 	bin := hangdocBinary(t)
 	p := patient.Start(t, patient.Build(t, "invariants.c", patient.O2g...))
-	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
 	runs := envInt(t, "HANGDOC_KILL_RUNS", 50)
+	killed := killDuringAttach(t, bin, p.Pid, runs)
+	line := checkInvariants(t, p)
+	t.Logf("%d of %d runs killed mid-attach; patient: %s", killed, runs, line)
+}
+
+// killDuringAttach runs `hangdoc attach` (the binary bin) on pid runs
+// times, SIGKILLs it at a random moment of each attach and checks after
+// each kill that every thread of pid was released. It fails the test if
+// fewer than half the runs were killed mid-way, and returns how many were.
+func killDuringAttach(t *testing.T, bin string, pid, runs int) int {
+	t.Helper()
+	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
 	killed := 0
 	for i := 0; i < runs; i++ {
-		cmd := exec.Command(bin, "attach", "--samples", "20", "--interval", "2ms", fmt.Sprint(p.Pid))
+		cmd := exec.Command(bin, "attach", "--samples", "20", "--interval", "2ms", fmt.Sprint(pid))
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -133,13 +147,12 @@ func TestKillDuringAttach(t *testing.T) {
 		} else if err != nil {
 			t.Fatalf("run %d: hangdoc failed before it was killed: %v", i, err)
 		}
-		checkReleased(t, p.Pid)
+		checkReleased(t, pid)
 	}
 	if killed < runs/2 {
 		t.Fatalf("only %d of %d runs were killed mid-way: the kill came too late to test anything", killed, runs)
 	}
-	line := checkInvariants(t, p)
-	t.Logf("%d of %d runs killed mid-attach; patient: %s", killed, runs, line)
+	return killed
 }
 
 // TestStoppedProcessStaysStopped: a process stopped (state T) before

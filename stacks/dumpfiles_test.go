@@ -9,9 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
+	"runtime/metrics"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -386,6 +390,79 @@ func benchmarkDumps(b *testing.B, format string, parse dumpParser) {
 			}
 		}
 	}
+}
+
+// benchmarkBigDump reports parse speed (MB/s) on in, a large synthetic
+// dump, and, measured once after the timed runs, the peak heap of a parse
+// of it read from a file as `hangdoc analyze FILE` reads it
+// (peak-heap-MB, and peak/input: the peak over the input's size).
+func benchmarkBigDump(b *testing.B, in []byte, parse dumpParser) {
+	size := len(in)
+	b.SetBytes(int64(size))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, _, err := parse(bytes.NewReader(in)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	path := filepath.Join(b.TempDir(), "dump.txt")
+	if err := os.WriteFile(path, in, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	in = nil // as `hangdoc analyze FILE` does: the input is read, not held
+	peak, _ := heapPeak(func() {
+		f, err := os.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		if _, _, err := parse(f); err != nil {
+			b.Fatal(err)
+		}
+	})
+	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
+	b.ReportMetric(float64(peak)/float64(size), "peak/input")
+}
+
+// heapPeak samples the live heap (objects, garbage not yet collected
+// included) while f runs, without stopping the world, and returns the
+// highest value over the heap before f.
+func heapPeak(f func()) (peak, before uint64) {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	read := func() uint64 { metrics.Read(sample); return sample[0].Value.Uint64() }
+	runtime.GC()
+	before = read()
+	var max atomic.Uint64
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			if v := read(); v > max.Load() {
+				max.Store(v)
+			}
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	f()
+	close(stop)
+	wg.Wait()
+	if v := read(); v > max.Load() {
+		max.Store(v)
+	}
+	if m := max.Load(); m > before {
+		return m - before, before
+	}
+	return 0, before
 }
 
 // brokenReader returns its data, then an error.

@@ -9,13 +9,9 @@ import (
 	"reflect"
 	"regexp"
 	"runtime"
-	"runtime/metrics"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 )
 
 // The dumps under testdata/dumps/goroutines are taken here from the
@@ -743,45 +739,6 @@ func syntheticGoDump(t testing.TB, size int) []byte {
 	return b.Bytes()
 }
 
-// heapPeak samples the live heap (objects, garbage not yet collected
-// included) while f runs, without stopping the world, and returns the
-// highest value over the heap before f.
-func heapPeak(f func()) (peak, before uint64) {
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	read := func() uint64 { metrics.Read(sample); return sample[0].Value.Uint64() }
-	runtime.GC()
-	before = read()
-	var max atomic.Uint64
-	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		tick := time.NewTicker(time.Millisecond)
-		defer tick.Stop()
-		for {
-			if v := read(); v > max.Load() {
-				max.Store(v)
-			}
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	f()
-	close(stop)
-	wg.Wait()
-	if v := read(); v > max.Load() {
-		max.Store(v)
-	}
-	if m := max.Load(); m > before {
-		return m - before, before
-	}
-	return 0, before
-}
-
 // TestParseGoroutinesMemory bounds what a large dump costs: the parser
 // reads one line at a time, so memory is the snapshot's (frames,
 // arguments) and the GC's slack, not a copy of the input. It logs the
@@ -828,40 +785,11 @@ func TestParseGoroutinesMemory(t *testing.T) {
 	}
 }
 
-// BenchmarkParseGoroutines reports parse speed (MB/s) on a synthetic
-// dump of about 100 MB made of the real ones, and, measured once after
-// the timed runs, the peak heap of a parse of it read from a file as
-// `hangdoc analyze FILE` reads it (peak-heap-MB, and peak/input: the
-// peak over the input's size).
+// BenchmarkParseGoroutines reports parse speed (MB/s) and peak heap
+// (benchmarkBigDump) on a synthetic dump of about 100 MB made of the real
+// ones.
 func BenchmarkParseGoroutines(b *testing.B) {
-	in := syntheticGoDump(b, 100<<20)
-	size := len(in)
-	b.SetBytes(int64(size))
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if _, _, err := ParseGoroutines(bytes.NewReader(in)); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.StopTimer()
-	path := filepath.Join(b.TempDir(), "dump.txt")
-	if err := os.WriteFile(path, in, 0o644); err != nil {
-		b.Fatal(err)
-	}
-	in = nil
-	peak, _ := heapPeak(func() {
-		f, err := os.Open(path)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer f.Close()
-		if _, _, err := ParseGoroutines(f); err != nil {
-			b.Fatal(err)
-		}
-	})
-	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
-	b.ReportMetric(float64(peak)/float64(size), "peak/input")
+	benchmarkBigDump(b, syntheticGoDump(b, 100<<20), ParseGoroutines)
 }
 
 // BenchmarkParseGoroutinesFiles reports parse speed over the stored

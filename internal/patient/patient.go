@@ -564,6 +564,36 @@ func (p *Proc) Kill(t testing.TB) {
 	})
 }
 
+// Wait waits up to timeout for the patient to exit by itself, reaps it
+// and returns its wait status; its stderr (Stderr) is complete then. If
+// the patient is still running after timeout, Wait SIGKILLs its group and
+// fails the test. Wait replaces Kill: call at most one of them first.
+func (p *Proc) Wait(t testing.TB, timeout time.Duration) syscall.WaitStatus {
+	t.Helper()
+	var late bool
+	p.killOnce.Do(func() {
+		done := make(chan error, 1)
+		go func() { done <- p.cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(timeout):
+			late = true
+			_ = syscall.Kill(-p.Pid, syscall.SIGKILL)
+			_ = syscall.Kill(p.Pid, syscall.SIGKILL)
+			<-done
+		}
+		close(p.release)
+	})
+	if late {
+		t.Fatalf("patient %d: still running %v after it was due to exit\nstderr:\n%s", p.Pid, timeout, p.Stderr())
+	}
+	if p.cmd.ProcessState == nil {
+		t.Fatalf("patient %d: already killed and reaped", p.Pid)
+	}
+	ws, _ := p.cmd.ProcessState.Sys().(syscall.WaitStatus)
+	return ws
+}
+
 // StartDumpable is Start for a patient the kernel is to dump (see
 // KernelCore): it runs in dir, an existing directory where the kernel
 // writes the core, with a core size limit as high as the hard limit

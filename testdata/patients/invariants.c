@@ -16,7 +16,11 @@
  *   signals      the only thread with SIGUSR1 and SIGUSR2 unblocked; their
  *                handlers are installed without SA_RESTART. SIGUSR2 is
  *                counted; SIGUSR1 prints one line and the patient goes on:
- *                  ok counters=<n> records=<n> ticks=<n> usr2=<n> maxlate_ns=<n> eintr=0 short=0
+ *                  ok counters=<n> records=<n> ticks=<n> usr2=<n> maxlate_ns=<n> dlopen=ok eintr=0 short=0
+ *                Before answering, the signals thread (never the signal
+ *                handler) dlopens libm.so.6, looks up cos and calls it, so
+ *                the line also proves the dynamic loader still works
+ *                (dlopen=<what failed> otherwise).
  *                  FAIL <first violation> (violations=<n>)
  *
  * Every thread but "signals" blocks SIGUSR1/SIGUSR2, so no EINTR is
@@ -26,6 +30,7 @@
  */
 #include "patient.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -197,18 +202,45 @@ static void on_usr1(int sig)
 	report_wanted = 1;
 }
 
+/* try_dlopen loads libm afresh, calls cos through dlsym and unloads it:
+ * "ok", or what failed. Called from the signals thread, never from a
+ * signal handler (dlopen is not async-signal-safe). */
+static const char *try_dlopen(void)
+{
+	static char why[96];
+	void *h = dlopen("libm.so.6", RTLD_NOW | RTLD_LOCAL);
+	if (h == NULL)
+		return "open-failed";
+	double (*cosp)(double) = (double (*)(double))dlsym(h, "cos");
+	const char *res = "ok";
+	if (cosp == NULL) {
+		res = "dlsym-failed";
+	} else {
+		volatile double zero = 0.0;
+		double c = cosp(zero);
+		if (c != 1.0) {
+			snprintf(why, sizeof why, "cos0=%g", c);
+			res = why;
+		}
+	}
+	if (dlclose(h) != 0 && res[0] == 'o')
+		res = "dlclose-failed";
+	return res;
+}
+
 static void report(void)
 {
-	char line[256];
+	char line[288];
 	unsigned long long total_now;
+	const char *dl = try_dlopen();
 	pthread_mutex_lock(&mu);
 	total_now = total;
 	pthread_mutex_unlock(&mu);
 	if (atomic_load(&violations) == 0) {
 		snprintf(line, sizeof line,
-			 "ok counters=%llu records=%llu ticks=%llu usr2=%d maxlate_ns=%llu eintr=%llu short=%llu\n",
+			 "ok counters=%llu records=%llu ticks=%llu usr2=%d maxlate_ns=%llu dlopen=%s eintr=%llu short=%llu\n",
 			 total_now, atomic_load(&records), atomic_load(&ticks), (int)usr2_seen,
-			 atomic_load(&maxlate_ns), atomic_load(&eintrs), atomic_load(&shorts));
+			 atomic_load(&maxlate_ns), dl, atomic_load(&eintrs), atomic_load(&shorts));
 	} else {
 		pthread_mutex_lock(&first_mu);
 		snprintf(line, sizeof line, "FAIL %s (violations=%llu)\n", first, atomic_load(&violations));
