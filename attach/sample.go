@@ -59,6 +59,12 @@ type sampler struct {
 
 // sampleTarget takes one sample of every thread of tg.
 func (s *sampler) sampleTarget(tg *target, first bool) {
+	// A pid whose process started at another time is a new process that
+	// reused it: the one we came for has exited.
+	if st, err := readStat(tg.pid, tg.pid); err != nil || st.StartT != tg.stat.StartT {
+		tg.exited = true
+		return
+	}
 	tids, err := listTasks(tg.pid)
 	if err != nil {
 		tg.exited = true

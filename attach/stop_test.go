@@ -47,3 +47,32 @@ func TestStopTimeoutReleasesThread(t *testing.T) {
 		t.Fatalf("stop with the new tracer: %v", err)
 	}
 }
+
+// TestPidReusedMidAttach: when the pid names a process that started at
+// another time than the one attached to (the target exited and its pid
+// was reused), sampling stops and the target counts as exited; the new
+// process's threads are not taken for the old one's.
+func TestPidReusedMidAttach(t *testing.T) {
+	patient.RequirePtrace(t)
+	p := patient.Start(t, patient.Build(t, "sleeper.c", patient.O2g...))
+	tg, err := openTarget(p.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &sampler{opts: Options{StopTimeout: 100 * time.Millisecond, MaxDepth: 64}, tracer: newTracer()}
+	defer func() { s.tracer.close() }()
+	s.sampleTarget(tg, true)
+	if tg.exited || len(tg.proc.Threads) != 2 {
+		t.Fatalf("first sample: exited %v, %d threads", tg.exited, len(tg.proc.Threads))
+	}
+	tg.stat.StartT++ // as if the pid now named a process started later
+	s.sampleTarget(tg, false)
+	if !tg.exited {
+		t.Fatal("a pid with another start time was sampled as the same process")
+	}
+	for _, th := range tg.proc.Threads {
+		if len(th.Samples) != 1 {
+			t.Errorf("thread %d: %d samples, want only the one taken before the pid changed", th.Tid, len(th.Samples))
+		}
+	}
+}
