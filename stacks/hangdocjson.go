@@ -185,10 +185,12 @@ func decodeHangdocJSON(b []byte, lineBase int) (*Snapshot, error) {
 	case snap.Schema != Schema:
 		return nil, &LineError{Line: lineBase + 1, Msg: fmt.Sprintf("not hangdoc JSON: schema %q", capNote(snap.Schema))}
 	}
+	threads := 0
 	for _, p := range snap.Processes {
 		if p == nil {
 			return nil, &LineError{Line: lineBase + 1, Msg: "hangdoc JSON: a process is null"}
 		}
+		threads += len(p.Threads)
 		for _, t := range p.Threads {
 			if t == nil {
 				return nil, &LineError{Line: lineBase + 1, Msg: fmt.Sprintf("hangdoc JSON: process %d: a thread is null", p.Pid)}
@@ -201,8 +203,9 @@ func decodeHangdocJSON(b []byte, lineBase int) (*Snapshot, error) {
 			p.Threads = []*Thread{}
 		}
 	}
-	if snap.Processes == nil {
-		snap.Processes = []*Process{}
+	if threads == 0 {
+		// Nothing to diagnose: say so rather than report a clean bill.
+		return nil, &LineError{Line: lineBase + 1, Msg: "hangdoc JSON: the snapshot has no thread"}
 	}
 	return &snap, nil
 }
