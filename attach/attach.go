@@ -121,20 +121,30 @@ func AttachStats(ctx context.Context, pids []int, opts Options) (*stacks.Snapsho
 // processes: a long-running caller pays for libc once.
 var modules = module.NewCache()
 
-// openTarget checks the pid and loads its modules.
-func openTarget(pid int) (*target, error) {
+// targetMaps makes the checks Attach makes before it samples anything
+// and reads the process's mappings.
+func targetMaps(pid int) (taskStat, []module.Mapping, error) {
 	st, err := checkTarget(pid)
 	if err != nil {
-		return nil, err
+		return st, nil, err
 	}
 	maps, err := readMaps(pid)
 	switch {
 	case isPermission(err):
-		return nil, permissionError(pid, err)
+		return st, nil, permissionError(pid, err)
 	case isNotExist(err):
-		return nil, fmt.Errorf("%w: pid %d", ErrProcessGone, pid)
+		return st, nil, fmt.Errorf("%w: pid %d", ErrProcessGone, pid)
 	case err != nil:
-		return nil, fmt.Errorf("pid %d: %v", pid, err)
+		return st, nil, fmt.Errorf("pid %d: %v", pid, err)
+	}
+	return st, maps, nil
+}
+
+// openTarget checks the pid and loads its modules.
+func openTarget(pid int) (*target, error) {
+	st, maps, err := targetMaps(pid)
+	if err != nil {
+		return nil, err
 	}
 	exe, _ := os.Readlink(procPath(pid, "exe"))
 	proc := &stacks.Process{

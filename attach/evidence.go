@@ -175,7 +175,7 @@ func hexAddr(s string) string {
 // lineage fills in the process's children and, for a child that forked
 // without exec, what it inherited from its parent.
 func (tg *target) lineage() {
-	tg.proc.Children = children(tg.pid)
+	tg.proc.Children = Children(tg.pid)
 	parent := tg.stat.PPid
 	if parent <= 1 || !forkedWithoutExec(tg.pid, parent) {
 		return
@@ -233,38 +233,4 @@ func mainPath(ms []module.Mapping) string {
 		}
 	}
 	return ""
-}
-
-// children lists a process's children from each thread's children file,
-// falling back to a scan of /proc when the kernel lacks that file.
-func children(pid int) []int {
-	var out []int
-	tids, _ := listTasks(pid)
-	ok := false
-	for _, tid := range tids {
-		b, err := os.ReadFile(taskPath(pid, tid, "children"))
-		if err != nil {
-			continue
-		}
-		ok = true
-		for _, f := range strings.Fields(string(b)) {
-			if c, err := strconv.Atoi(f); err == nil {
-				out = append(out, c)
-			}
-		}
-	}
-	if ok {
-		return out
-	}
-	ents, _ := os.ReadDir(procRoot)
-	for _, e := range ents {
-		c, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if st, err := readStat(c, c); err == nil && st.PPid == pid {
-			out = append(out, c)
-		}
-	}
-	return out
 }

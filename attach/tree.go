@@ -135,19 +135,8 @@ func parentLinks() map[int][]int {
 // whole tree drops the pids it refuses (errors.Is ErrNoProcess,
 // ErrNotTarget, ErrPermission, ErrProcessGone) and attaches to the rest.
 func Attachable(pid int) error {
-	if _, err := checkTarget(pid); err != nil {
-		return err
-	}
-	_, err := readMaps(pid)
-	switch {
-	case isPermission(err):
-		return permissionError(pid, err)
-	case isNotExist(err):
-		return fmt.Errorf("%w: pid %d", ErrProcessGone, pid)
-	case err != nil:
-		return fmt.Errorf("pid %d: %v", pid, err)
-	}
-	return nil
+	_, _, err := targetMaps(pid)
+	return err
 }
 
 // Children lists the children of pid (of all its threads), in pid order;
