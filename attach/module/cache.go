@@ -42,18 +42,14 @@ func NewCache() *Cache {
 // Open is OpenWith through the cache. The options of the first open of a
 // file decide its name and debug file.
 func (c *Cache) Open(path string, opts Options) (*File, error) {
-	name := opts.OriginalPath
-	if name == "" {
-		name = path
-	}
 	osf, err := openRegular(path)
 	if err != nil {
-		return nil, &Error{File: filepath.Base(name), Off: -1, Err: err}
+		return nil, &Error{File: filepath.Base(opts.mappedPath(path)), Off: -1, Err: err}
 	}
 	fi, err := osf.Stat()
 	if err != nil {
 		osf.Close()
-		return nil, &Error{File: filepath.Base(name), Off: -1, Err: err}
+		return nil, &Error{File: filepath.Base(opts.mappedPath(path)), Off: -1, Err: err}
 	}
 	key := fileKey{size: fi.Size(), mtime: fi.ModTime().UnixNano()}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {

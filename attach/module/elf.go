@@ -96,16 +96,21 @@ func Open(path string) (*File, error) {
 	return OpenWith(path, Options{})
 }
 
+// mappedPath is the path the process maps the file opened at path from,
+// when the caller gave it: what the File, errors and notes are named by.
+func (o Options) mappedPath(path string) string {
+	if o.OriginalPath != "" {
+		return o.OriginalPath
+	}
+	return path
+}
+
 // OpenWith is Open with options for naming the file and finding its
 // separate debug file.
 func OpenWith(path string, opts Options) (*File, error) {
-	name := opts.OriginalPath
-	if name == "" {
-		name = path
-	}
 	osf, err := openRegular(path)
 	if err != nil {
-		return nil, &Error{File: filepath.Base(name), Off: -1, Err: err}
+		return nil, &Error{File: filepath.Base(opts.mappedPath(path)), Off: -1, Err: err}
 	}
 	return openFile(osf, path, opts)
 }
@@ -142,10 +147,7 @@ func openFile(osf *os.File, path string, opts Options) (*File, error) {
 // parse reads the file through r. closer, if not nil, is closed before
 // parse returns unless the line table keeps it for later.
 func parse(r io.ReaderAt, size int64, closer io.Closer, path string, opts Options) (f *File, err error) {
-	name := opts.OriginalPath
-	if name == "" {
-		name = path
-	}
+	name := opts.mappedPath(path)
 	base := filepath.Base(name)
 	keep := false
 	defer func() {
