@@ -85,15 +85,8 @@ func ioWaitDiagnosis(a *Analysis, p *stacks.Process, all []threadFacts) Diagnosi
 		} else if x.call == "poll" || x.call == "ppoll" || x.call == "select" || x.call == "pselect6" || x.call == "epoll_wait" {
 			step += " (on several fds)"
 		}
-		if fn := innermostOwnFunc(x.lastStack()); fn != "" {
-			step += fmt.Sprintf(", called from `%s`", fn)
-		}
-		d.Chain = append(d.Chain, step)
-		same := "in the only sample"
-		if len(x.samples) > 1 && x.same {
-			same = fmt.Sprintf("same stack in all %d samples", len(x.samples))
-		}
-		d.Evidence = append(d.Evidence, fmt.Sprintf("%s: %s; stack: %s", x.label(), same, chainOfFrames(x.lastStack(), 8)))
+		d.Chain = append(d.Chain, step+x.calledFrom())
+		d.Evidence = append(d.Evidence, x.stackEvidence())
 		if w := x.lastWait(); w != nil && w.Wchan != "" {
 			d.Evidence = append(d.Evidence, fmt.Sprintf("%s kernel wait channel: %s", x.label(), w.Wchan))
 		}

@@ -464,3 +464,22 @@ func matchCalm(verdict string, diagnose func(a *Analysis, p *stacks.Process, all
 		return out
 	}
 }
+
+// calledFrom is ", called from `fn`" naming the thread's innermost own
+// function, or "" when it has none.
+func (f threadFacts) calledFrom() string {
+	if fn := innermostOwnFunc(f.lastStack()); fn != "" {
+		return fmt.Sprintf(", called from `%s`", fn)
+	}
+	return ""
+}
+
+// stackEvidence says whether the thread's stack held across the samples,
+// and what it is.
+func (f threadFacts) stackEvidence() string {
+	same := "in the only sample"
+	if len(f.samples) > 1 && f.same {
+		same = fmt.Sprintf("same stack in all %d samples", len(f.samples))
+	}
+	return fmt.Sprintf("%s: %s; stack: %s", f.label(), same, chainOfFrames(f.lastStack(), 8))
+}

@@ -61,16 +61,8 @@ func sleepingDiagnosis(p *stacks.Process, all []threadFacts) Diagnosis {
 	skip := map[int]bool{}
 	for _, f := range sl {
 		skip[f.t.Tid] = true
-		step := fmt.Sprintf("%s sleeps in `%s`", f.label(), f.call)
-		if fn := innermostOwnFunc(f.lastStack()); fn != "" {
-			step += fmt.Sprintf(", called from `%s`", fn)
-		}
-		d.Chain = append(d.Chain, step)
-		same := "in the only sample"
-		if len(f.samples) > 1 && f.same {
-			same = fmt.Sprintf("same stack in all %d samples", len(f.samples))
-		}
-		d.Evidence = append(d.Evidence, fmt.Sprintf("%s: %s; stack: %s", f.label(), same, chainOfFrames(f.lastStack(), 8)))
+		d.Chain = append(d.Chain, fmt.Sprintf("%s sleeps in `%s`", f.label(), f.call)+f.calledFrom())
+		d.Evidence = append(d.Evidence, f.stackEvidence())
 	}
 	for _, o := range othersText(all, skip) {
 		d.Chain = append(d.Chain, o)
