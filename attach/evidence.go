@@ -99,15 +99,26 @@ func inFrames(stack []stacks.Frame, n int, match func(string) bool) bool {
 // fdTarget says what a file descriptor is: a path, "pipe:[inode]", or
 // for a socket its addresses ("socket:[inode] tcp 127.0.0.1:5000 ->
 // 127.0.0.1:41234").
-func fdTarget(pid, fd int) string {
-	link, err := os.Readlink(procPath(pid, "fd", strconv.Itoa(fd)))
+func (tg *target) fdTarget(fd int) string {
+	link, err := os.Readlink(procPath(tg.pid, "fd", strconv.Itoa(fd)))
 	if err != nil {
 		return ""
 	}
-	if ino, ok := strings.CutPrefix(link, "socket:["); ok {
-		if peer := socketAddrs(pid, strings.TrimSuffix(ino, "]")); peer != "" {
-			return link + " " + peer
+	ino, ok := strings.CutPrefix(link, "socket:[")
+	if !ok {
+		return link
+	}
+	ino = strings.TrimSuffix(ino, "]")
+	addrs, seen := tg.sockets[ino]
+	if !seen {
+		addrs = socketAddrs(tg.pid, ino)
+		if tg.sockets == nil {
+			tg.sockets = map[string]string{}
 		}
+		tg.sockets[ino] = addrs
+	}
+	if addrs != "" {
+		return link + " " + addrs
 	}
 	return link
 }

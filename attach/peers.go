@@ -56,7 +56,7 @@ func (s *sampler) crossProcess(tg *target, w *stacks.Wait, sc syscallState) {
 		w.ChildPid = waitidChild(tg.pid, sc.Args[0], sc.Args[1])
 		return
 	}
-	wants := waitFds(tg.pid, w, sc)
+	wants := waitFds(tg, w, sc)
 	if len(wants) == 0 {
 		return
 	}
@@ -93,7 +93,8 @@ func waitidChild(pid int, idtype, id uint64) int {
 // fd's fdinfo. For a poll or select on exactly one fd, that fd and what
 // it is become the wait's Fd and FdTarget; for several, their list is
 // the wait's Fds.
-func waitFds(pid int, w *stacks.Wait, sc syscallState) []fdWant {
+func waitFds(tg *target, w *stacks.Wait, sc syscallState) []fdWant {
+	pid := tg.pid
 	var wants []fdWant
 	switch w.Syscall {
 	case "read", "readv", "pread64", "recvfrom", "recvmsg", "recvmmsg":
@@ -116,7 +117,7 @@ func waitFds(pid int, w *stacks.Wait, sc syscallState) []fdWant {
 	switch {
 	case len(wants) == 1:
 		w.Fd = wants[0].fd
-		w.FdTarget = fdTarget(pid, w.Fd)
+		w.FdTarget = tg.fdTarget(w.Fd)
 	case len(wants) > 1:
 		for _, x := range wants {
 			w.Fds = append(w.Fds, x.fd)

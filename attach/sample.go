@@ -31,6 +31,9 @@ type target struct {
 	threads map[int]*threadAcc
 	exited  bool
 	symbols map[uint64]stacks.Frame // by lookup PC: threads share most frames
+	// sockets caches the addresses of socket inodes: a thousand threads
+	// in recv must not read /proc/net's tables a thousand times a sample.
+	sockets map[string]string
 }
 
 // threadAcc accumulates one thread's samples.
@@ -118,7 +121,7 @@ func (s *sampler) stackOf(tg *target, tid int, st taskStat, notes *[]string) ([]
 		wait = waitOf(sc)
 		wait.Wchan = readWchan(tg.pid, tid)
 		if wait.Fd > 0 || wait.Syscall == "read" {
-			wait.FdTarget = fdTarget(tg.pid, wait.Fd)
+			wait.FdTarget = tg.fdTarget(wait.Fd)
 		}
 		s.crossProcess(tg, wait, sc)
 	}
