@@ -20,20 +20,34 @@ import (
 // the OS thread, and the kernel then detaches every tracee of that thread
 // and clears the pending interrupt. The same kernel rule makes hangdoc
 // harmless when it is killed: its tracees are released with it.
+//
+// The main thread is the exception: Go never ends it (a locked goroutine
+// that returns there parks the thread forever), so its tracees would stay
+// attached and stopped. A tracer that lands on the main thread keeps it
+// occupied for good and moves to another thread.
 type tracer struct {
 	reqs chan func()
 	quit chan struct{}
+	tid  int // the tracer's OS thread, never the main thread
 }
 
 func newTracer() *tracer {
 	t := &tracer{reqs: make(chan func()), quit: make(chan struct{})}
-	go t.loop()
+	ready := make(chan struct{})
+	go t.loop(ready)
+	<-ready
 	return t
 }
 
-func (t *tracer) loop() {
+func (t *tracer) loop(ready chan struct{}) {
 	runtime.LockOSThread()
 	// Never UnlockOSThread: when loop returns, the thread dies with it.
+	if unix.Gettid() == unix.Getpid() {
+		go t.loop(ready)
+		select {} // hold the main thread so that no tracer lands here again
+	}
+	t.tid = unix.Gettid()
+	close(ready)
 	for {
 		select {
 		case f := <-t.reqs:

@@ -18,6 +18,9 @@ func TestStopTimeoutReleasesThread(t *testing.T) {
 	tid := p.Int(t, "vforker")
 	s := &sampler{opts: Options{StopTimeout: 50 * time.Millisecond}, tracer: newTracer()}
 	defer func() { s.tracer.close() }()
+	if s.tracer.tid == os.Getpid() {
+		t.Fatal("the tracer runs on the main thread, which Go never ends: an abandoned tracee would stay stopped")
+	}
 	tg := &target{pid: p.Pid}
 	start := time.Now()
 	_, err := s.stop(tg, tid)
