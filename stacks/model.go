@@ -28,6 +28,9 @@ type Evidence struct {
 	Syscalls  bool `json:"syscalls"`  // what each thread waits on in the kernel
 	Lineage   bool `json:"lineage"`   // parents, children, fork without exec
 	Arguments bool `json:"arguments"` // frame arguments (lock addresses) from a dump
+	// GIL is set when who holds the Python GIL was read (a live CPython
+	// process, py-spy): a thread without HoldsGIL then does not hold it.
+	GIL bool `json:"gil,omitempty"`
 }
 
 // Process is one process and its threads.
@@ -57,6 +60,12 @@ type Process struct {
 	// the dump shows it: a Go "fatal error: all goroutines are asleep -
 	// deadlock!", "panic: test timed out after 10m0s", "SIGQUIT: quit".
 	Message string `json:"message,omitempty"`
+	// Runtime names the language runtime read from the process, with its
+	// version when known: "go1.26.8", "CPython 3.11.2".
+	Runtime string `json:"runtime,omitempty"`
+	// OSThreads are the OS threads of a process whose Threads are
+	// goroutines, when they were asked for (hangdoc attach --threads).
+	OSThreads []*Thread `json:"os_threads,omitempty"`
 }
 
 // Fork describes a forked child that did not exec.
@@ -127,6 +136,12 @@ type Goroutine struct {
 	// CreatedByGoroutine is the id of the goroutine that ran that go
 	// statement (Go 1.21 and later print it); 0 when unknown.
 	CreatedByGoroutine int `json:"created_by_goroutine,omitempty"`
+	// Object is the address of what the goroutine waits on, when known:
+	// the sync.Mutex or sync.RWMutex of a lock wait, the WaitGroup, the
+	// channel. Goroutines waiting on one object share it. A dump gives it
+	// as the receiver argument of the waiting frame; a live read
+	// evaluates it.
+	Object uint64 `json:"object,omitempty"`
 }
 
 // Sample is one observation of a thread.
