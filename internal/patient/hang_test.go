@@ -120,3 +120,15 @@ func TestBuildLib(t *testing.T) {
 		t.Errorf("Link = %q, want %q", got, want)
 	}
 }
+
+// TestBuildGo: a Go patient builds once and is then taken from the cache.
+func TestBuildGo(t *testing.T) {
+	first := BuildGo(t, "abba")
+	fi, err := os.Stat(first)
+	if err != nil || fi.Mode()&0o111 == 0 {
+		t.Fatalf("built %s: %v %v", first, fi, err)
+	}
+	if again := BuildGo(t, "abba"); again != first {
+		t.Fatalf("second build %s, want the cached %s", again, first)
+	}
+}

@@ -1,0 +1,62 @@
+package patient
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// BuildGo builds the Go patient testdata/gorun/name (a main package in the
+// hangdoc module) with the machine's go and returns the binary's path,
+// cached under CacheDir by the go version, the flags and the source.
+func BuildGo(t testing.TB, name string, flags ...string) string {
+	t.Helper()
+	gobin := RequireTool(t, "go")
+	root, err := repoRoot()
+	if err != nil {
+		t.Fatalf("patient: %v", err)
+	}
+	dir := filepath.Join(root, "testdata", "gorun", name)
+	srcs, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+	if len(srcs) == 0 {
+		t.Fatalf("patient: no Go source in %s", dir)
+	}
+	version, err := exec.Command(gobin, "env", "GOVERSION").Output()
+	if err != nil {
+		t.Fatalf("patient: go env GOVERSION: %v", err)
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "go=%s\nflags=%q\n", strings.TrimSpace(string(version)), flags)
+	for _, src := range srcs {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatalf("patient: %v", err)
+		}
+		fmt.Fprintf(h, "\n%s\n", filepath.Base(src))
+		h.Write(b)
+	}
+	target := filepath.Join(CacheDir(), "go-"+name+"-"+hex.EncodeToString(h.Sum(nil))[:16])
+	if fi, err := os.Stat(target); err == nil && fi.Mode().IsRegular() {
+		return target
+	}
+	if err := os.MkdirAll(CacheDir(), 0o755); err != nil {
+		t.Fatalf("patient: %v", err)
+	}
+	tmp := fmt.Sprintf("%s.%d.tmp", target, os.Getpid())
+	defer os.Remove(tmp)
+	args := append(append([]string{"build"}, flags...), "-o", tmp, "./testdata/gorun/"+name)
+	cmd := exec.Command(gobin, args...)
+	cmd.Dir = root
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("patient: go %s: %v\n%s", strings.Join(args, " "), err, msg)
+	}
+	if err := os.Rename(tmp, target); err != nil {
+		t.Fatalf("patient: %v", err)
+	}
+	return target
+}
