@@ -133,6 +133,9 @@ func (a *Analysis) LockDiagnosed(pid int) bool {
 		for _, r := range findArgRelocks(a) {
 			mark(r.ref)
 		}
+		for _, f := range findGILDeadlocks(a) {
+			mark(f.holder)
+		}
 		for _, p := range a.Snap.Processes {
 			if len(a.stuckLockWaiters(p)) > 0 {
 				a.lockPids[p.Pid] = true

@@ -106,14 +106,23 @@ func matchForkInheritedLock(a *Analysis) []Diagnosis {
 		}
 		d.Pids, d.Tids = orderRefs(ws...)
 		d.Pids = appendNew(d.Pids, p.Fork.ParentPid)
+		refinePythonFork(a, &d, p, t)
 		ds = append(ds, d)
 	}
 	// No lineage (a pasted dump): a process whose one thread waits on a
 	// lock, and whose frames say it is a forked child, or match a known
 	// issue of a lock held across fork().
 	for _, p := range a.Snap.Processes {
+		if d, ok := pyOnlyForkDiagnosis(a, p); ok {
+			ds = append(ds, d)
+			continue
+		}
 		if lw, ok := a.loneWaiterOf(p); ok && lw.id == "fork-inherited-lock" {
-			ds = append(ds, a.loneWaiterDiagnosis(lw))
+			d := a.loneWaiterDiagnosis(lw)
+			if lw.rule == nil {
+				refinePythonFork(a, &d, p, lw.ref.Thread)
+			}
+			ds = append(ds, d)
 		}
 	}
 	return ds

@@ -155,6 +155,11 @@ func blockedIn(stack []stacks.Frame) (class waitClass, caller int, futex bool) {
 		case joinFuncs[k]:
 			c = waitJoin
 		default:
+			if class == waitCond && isPyFrame(f) {
+				// py-spy hides the interpreter's frames: a semaphore wait
+				// called straight from Python code is a Python lock's
+				class = waitPyLock
+			}
 			return class, i, futex
 		}
 		// The innermost decides (a condvar reacquiring its mutex waits on

@@ -18,7 +18,7 @@ func init() {
 			"together (std::scoped_lock, std::lock) or use pthread_mutex_trylock and back off. Do not join or " +
 			"wait for a thread while holding a lock it needs.",
 		Rank:  40,
-		Match: matchLockOrderCycle,
+		Match: func(a *Analysis) []Diagnosis { return append(matchLockOrderCycle(a), matchGoLockCycle(a)...) }, // goroutines: go_lock_cycle.go
 	})
 }
 

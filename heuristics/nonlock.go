@@ -97,6 +97,9 @@ func factsOf(t *stacks.Thread) threadFacts {
 	last := f.samples[len(f.samples)-1]
 	f.zombie = last.State == "Z" || last.State == "X" || t.State == "Z" || t.State == "X"
 	f.kind, f.call = classifySample(last)
+	if k, call, ok := goWaitKind(t); ok {
+		f.kind, f.call = k, call // a goroutine's status says it better than frames without libc
+	}
 	return f
 }
 
@@ -395,7 +398,7 @@ func factTids(fs []threadFacts) []int {
 // or socket whose other end a stuck process holds (waiting-on-process),
 // gets none.
 func calmVerdict(a *Analysis, p *stacks.Process) (string, []threadFacts) {
-	if p.Exited || len(p.Threads) == 0 || lockOwnedWait(a, p) || a.LockDiagnosed(p.Pid) {
+	if p.Exited || len(p.Threads) == 0 || lockOwnedWait(a, p) || a.LockDiagnosed(p.Pid) || goDeadlockClaims(a, p) {
 		return "", nil
 	}
 	if waitsOnStuck(a, p) {

@@ -18,7 +18,7 @@ func init() {
 			"mutex recursive only if re-entry is intended; while debugging, PTHREAD_MUTEX_ERRORCHECK turns this " +
 			"hang into an EDEADLK error at the second lock.",
 		Rank:  20,
-		Match: matchSelfDeadlock,
+		Match: func(a *Analysis) []Diagnosis { return append(matchSelfDeadlock(a), matchGoSelfDeadlock(a)...) }, // goroutines: go_self_deadlock.go
 	})
 }
 

@@ -282,8 +282,8 @@ func noteAbsentEvidence(a *Analysis, ds []Diagnosis) {
 	have := map[string]bool{"owners": e.Owners, "lineage": e.Lineage, "cpu": e.CPU}
 	for i := range ds {
 		d := &ds[i]
-		if !d.Deadlock {
-			continue
+		if !d.Deadlock || goroutineDiagnosis(a, *d) {
+			continue // Go's mutexes record no owner: no attach would read one
 		}
 		var missing []string
 		for _, need := range evidenceNeeds[d.ID] {

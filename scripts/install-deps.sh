@@ -2,7 +2,8 @@
 # Installs what hangdoc's tests and benchmarks need: compilers for the
 # patients, gdb, lldb and eu-stack (elfutils) to cross-check and compare against
 # (and to produce the dumps under testdata/dumps),
-# python3 for the Python patients, make, libc6-dbg so that libc's
+# python3 for the Python patients (python3-numpy for the numpy-after-fork
+# one), make, libc6-dbg so that libc's
 # static functions have names (for hangdoc and for gdb alike), and graphviz
 # so the report tests can have `dot` read the DOT reports. Idempotent: when everything is
 # already there it touches nothing; apt-get update runs only when something
@@ -18,13 +19,14 @@ declare -A probe=(
 	[lldb]=/usr/bin/lldb
 	[python3]=/usr/bin/python3
 	[python3-dev]=/usr/bin/python3-config
+	[python3-numpy]=/usr/lib/python3/dist-packages/numpy/__init__.py
 	[make]=/usr/bin/make
 	[libc6-dbg]=/usr/share/doc/libc6-dbg
 	[graphviz]=/usr/bin/dot
 )
 
 missing=()
-for pkg in gcc g++ gdb lldb elfutils python3 python3-dev make libc6-dbg graphviz; do
+for pkg in gcc g++ gdb lldb elfutils python3 python3-dev python3-numpy make libc6-dbg graphviz; do
 	if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' ||
 		[ ! -e "${probe[$pkg]}" ]; then
 		missing+=("$pkg")
@@ -32,7 +34,7 @@ for pkg in gcc g++ gdb lldb elfutils python3 python3-dev make libc6-dbg graphviz
 done
 
 if [ ${#missing[@]} -eq 0 ]; then
-	echo "install-deps: nothing to install (gcc g++ gdb lldb elfutils python3 python3-dev make libc6-dbg graphviz present)"
+	echo "install-deps: nothing to install (gcc g++ gdb lldb elfutils python3 python3-dev python3-numpy make libc6-dbg graphviz present)"
 	exit 0
 fi
 

@@ -29,7 +29,9 @@ import (
 // Line come from the line under it, PC from its pc= when GOTRACEBACK
 // shows it. The printed arguments go into Frame.Args, raw and unnamed
 // ("0xc000012345", "{0x4b6f40?, 0x5350a0?}", "0x0?"): the receiver of
-// sync.(*Mutex).lockSlow is the mutex's address. A frame printed with
+// sync.(*Mutex).lockSlow is the mutex's address, and Goroutine.Object
+// the address of the mutex, WaitGroup or channel the goroutine waits on
+// when the arguments show it (goWaitObject). A frame printed with
 // "(...)" was inlined into the frame below it (Frame.Inlined).
 //
 // Markdown fences, "> " quoting, terminal colours, CRLF, CI timestamps
@@ -559,6 +561,9 @@ func isGoRegisterLine(t string) bool {
 func (p *goParser) setCur(th *Thread, drop bool) {
 	if p.cur != nil && !p.drop && len(p.frames) > 0 {
 		p.cur.Stack = append(p.cur.Stack[:len(p.cur.Stack):len(p.cur.Stack)], p.frames...)
+		if g := p.cur.Goroutine; g != nil {
+			g.Object = goWaitObject(p.cur.Stack)
+		}
 	}
 	p.frames = p.frames[:0]
 	p.cur, p.drop = th, drop

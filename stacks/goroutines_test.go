@@ -101,7 +101,7 @@ func TestParseGoroutinesRealDumps(t *testing.T) {
 		"abba_sigquit.txt", "abba_sigquit_crash.txt", "abba_sigquit_system.txt", "abba_pprof_debug2.txt",
 		"abba_runtime_stack.txt", "rlock_sigquit.txt", "chansend_sigquit.txt", "waitgroup_sigquit.txt",
 		"waitgroup_debug_stack.txt", "leak_sigquit.txt", "deadlock_fatal.txt", "gotest_timeout.txt",
-		"go119_abba_sigquit.txt", "go119_rlock_sigquit.txt", "go119_gotest_timeout.txt",
+		"go119_abba_sigquit.txt", "go119_rlock_sigquit.txt", "go119_gotest_timeout.txt", "server_sigquit.txt",
 	}
 	for _, name := range real {
 		t.Run(name, func(t *testing.T) {

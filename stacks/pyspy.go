@@ -93,6 +93,7 @@ func ParsePySpy(r io.Reader) (*Snapshot, []Skipped, error) {
 		snap = nil
 	} else {
 		snap.Evidence.Arguments = p.anyArgs
+		snap.Evidence.GIL = p.anyStatus
 		snap.Evidence.Lineage = linkPySpyChildren(snap.Processes)
 	}
 	snap, err := readResult(snap, readErr, p.emptyError)
@@ -139,7 +140,10 @@ type pyParser struct {
 	section string // "Arguments", "Locals" or "" under the last frame
 	skipped skipList
 	anyArgs bool
-	first   int
+	// anyStatus: a thread line gave its status (idle, active,
+	// active+gil, gil): py-spy read who holds the GIL.
+	anyStatus bool
+	first     int
 
 	// a --json dump pasted inside a fence with prose around it
 	json      *bytes.Buffer
@@ -387,6 +391,7 @@ func (p *pyParser) thread(m []string) {
 	} else {
 		th.Tid, _ = strconv.Atoi(m[1])
 	}
+	p.anyStatus = p.anyStatus || m[2] != ""
 	switch m[2] {
 	case "idle":
 		th.State = "S"

@@ -1,7 +1,9 @@
 // Patient: a goroutine leak. The server starts one goroutine per request
-// that waits for a reply nobody sends (the client went away): after 1,000
-// requests, 1,000 goroutines are parked at one select. The server's loop
-// keeps running, so this is not a deadlock; it is a leak.
+// that waits for a reply nobody sends (the client went away): after
+// 10,000 requests, 10,000 goroutines are parked at one select
+// (HANGDOC_LEAK_N=1000 makes 1,000, for a dump small enough to keep in
+// the repository). The server's loop keeps running, so this is not a
+// deadlock; it is a leak.
 package main
 
 import (
@@ -11,6 +13,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"strconv"
 	"time"
 )
 
@@ -40,8 +43,12 @@ func (s *server) serve(n int) {
 }
 
 func main() {
+	n := 10000
+	if v, err := strconv.Atoi(os.Getenv("HANGDOC_LEAK_N")); err == nil && v > 0 {
+		n = v
+	}
 	s := &server{ctx: context.Background()}
-	s.serve(1000)
+	s.serve(n)
 	time.Sleep(200 * time.Millisecond)
 	runtime.GC()
 	fmt.Println("stuck")

@@ -1,0 +1,173 @@
+package heuristics
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/hangdoc/hangdoc/stacks"
+)
+
+func init() {
+	register(&Signature{
+		ID:    "channel-no-partner",
+		Title: "A goroutine sends or receives on a channel no live goroutine can reach",
+		Explain: "An unbuffered channel send waits for a receiver, a receive for a sender. When the goroutine that " +
+			"made the channel has left the function that made it (a caller that gave up after a timeout and " +
+			"returned) and no other goroutine holds the channel, nobody will ever take the other side: the " +
+			"goroutine and everything it references leak for ever. A send or receive on a nil channel blocks " +
+			"for ever by definition.",
+		Fix: "Give the channel a buffer of one when the receiver may give up (make(chan T, 1)), or select on the " +
+			"send with a context's Done channel; close channels the receivers range over; never send on a nil channel.",
+		Rank:  42,
+		Match: matchGoChannelNoPartner,
+	})
+}
+
+// goOrphan is a goroutine blocked on a channel that nobody can complete.
+type goOrphan struct {
+	g       *gor
+	nilChan bool
+	// creatorLeft says how the goroutine's creator left the channel
+	// behind ("goroutine 1 has left `main.get`").
+	creatorLeft string
+}
+
+// goOrphanedChannels finds goroutines in a channel send or receive (not a
+// select) that no live goroutine can complete: on a nil channel, or on a
+// channel made by a function their creator has returned from, which no
+// other goroutine received as an argument and no sibling made in the
+// same place still runs with.
+func goOrphanedChannels(gp *goProc) []goOrphan {
+	var out []goOrphan
+	users := gp.user()
+	for _, g := range users {
+		switch {
+		case strings.Contains(g.g.Status, "(nil chan)"):
+			out = append(out, goOrphan{g: g, nilChan: true})
+			continue
+		case g.kind != stacks.GoWaitSend && g.kind != stacks.GoWaitRecv:
+			continue
+		}
+		cr := g.g.CreatedBy.Func
+		if cr == "" {
+			continue // the main goroutine: a signal.Notify channel, a timer, … may feed it
+		}
+		left, ok := goCreatorLeft(gp, g)
+		if !ok {
+			continue
+		}
+		if goChannelReached(users, g) {
+			continue
+		}
+		out = append(out, goOrphan{g: g, creatorLeft: left})
+	}
+	return out
+}
+
+// goCreatorLeft reports whether the goroutine that started g is gone or
+// no longer in the function with the go statement, which made (or held)
+// the channel.
+func goCreatorLeft(gp *goProc, g *gor) (string, bool) {
+	cr := g.g.CreatedBy.Func
+	inFunc := func(c *gor) bool {
+		for _, f := range c.t.Stack {
+			if f.Func == cr {
+				return true
+			}
+		}
+		return false
+	}
+	if id := g.g.CreatedByGoroutine; id != 0 {
+		c := gp.byID[id]
+		switch {
+		case c == nil:
+			return fmt.Sprintf("goroutine %d, which started it in `%s`, has exited", id, cr), true
+		case inFunc(c):
+			return "", false
+		}
+		return fmt.Sprintf("goroutine %d, which started it in `%s`, has returned from it (it is now in %s)",
+			id, cr, c.where()), true
+	}
+	for _, c := range gp.all {
+		if c != g && inFunc(c) {
+			return "", false
+		}
+	}
+	return fmt.Sprintf("no goroutine is still in `%s`, which started it", cr), true
+}
+
+// goChannelReached: another live goroutine could take the other side: a
+// frame of it received the channel, or it is a sibling started by the
+// same go statement's function that is not blocked the same way on it.
+func goChannelReached(users []*gor, g *gor) bool {
+	for _, o := range users {
+		if o == g {
+			continue
+		}
+		if g.obj != 0 && o.obj == g.obj && o.kind == g.kind {
+			continue // blocked the same way on it: no partner
+		}
+		if g.obj != 0 {
+			for _, f := range o.t.Stack {
+				if goWaitMachineryFrame(f.Func) {
+					continue
+				}
+				for _, a := range f.Args {
+					if v, ok := goPointerArg(a.Value); ok && v == g.obj {
+						return true
+					}
+				}
+			}
+		}
+		sibling := o.g.CreatedBy.Func == g.g.CreatedBy.Func && o.g.CreatedByGoroutine == g.g.CreatedByGoroutine
+		if sibling && o.kind != stacks.GoWaitSend && o.kind != stacks.GoWaitRecv {
+			return true // started in the same place, not stuck on a channel of its own: it may hold this one
+		}
+	}
+	return false
+}
+
+func matchGoChannelNoPartner(a *Analysis) []Diagnosis {
+	var ds []Diagnosis
+	for _, gp := range goProcs(a) {
+		for _, o := range goOrphanedChannels(gp) {
+			ds = append(ds, goOrphanDiagnosis(o))
+		}
+	}
+	return ds
+}
+
+func goOrphanDiagnosis(o goOrphan) Diagnosis {
+	g := o.g
+	pids, tids := goRefs(g)
+	d := Diagnosis{Deadlock: true, Confidence: Medium, Pids: pids, Tids: tids,
+		Refs: []string{"https://go.dev/ref/spec#Send_statements", "https://go.dev/wiki/CommonMistakes"}}
+	op, verb := "send on", "send"
+	if g.kind == stacks.GoWaitRecv || strings.Contains(g.g.Status, "receive") {
+		op, verb = "receive from", "receive"
+	}
+	d.Chain = append(d.Chain, g.label()+" "+g.waitText())
+	d.Evidence = append(d.Evidence, g.stackLine())
+	if o.nilChan {
+		d.Confidence = High
+		d.Summary = fmt.Sprintf("%s blocks for ever: a %s a nil channel in %s", g.label(), op, g.where())
+		d.Chain = append(d.Chain, "a send or receive on a nil channel never proceeds")
+		d.Fix = fmt.Sprintf("The channel used in %s is nil: make it (make(chan T)) before use, or set the select case "+
+			"to nil only on purpose, when it must be disabled.", g.where())
+		return d
+	}
+	d.Summary = fmt.Sprintf("%s waits to %s %s that no live goroutine can reach: %s",
+		g.label(), op, objText("channel", g.obj), o.creatorLeft)
+	cf := g.g.CreatedBy
+	d.Chain = append(d.Chain,
+		fmt.Sprintf("it was started by %s; %s", frameAt(cf), o.creatorLeft),
+		"no other goroutine received the channel or was started there: nobody will take the other side")
+	if g.kind == stacks.GoWaitRecv && g.g.WaitMinutes == 0 {
+		d.Confidence = Low // a timer's channel (time.Tick) is fed by the runtime, not a goroutine
+		d.Evidence = append(d.Evidence, "blocked under a minute: a receive from a timer's channel would look the same")
+	}
+	d.Fix = fmt.Sprintf("In %s the other side gave up: make the channel buffered (make(chan T, 1)) so the %s "+
+		"completes without it, or select on the operation together with a context's Done channel so the "+
+		"goroutine can leave.", frameAt(cf), verb)
+	return d
+}

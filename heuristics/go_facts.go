@@ -1,0 +1,428 @@
+package heuristics
+
+// Facts about goroutines that the Go signatures share (go_*.go): what
+// each goroutine waits on (from its frames, else its status), whether it
+// is one of the runtime's own, and which mutexes it may hold. Go mutexes
+// record no owner, so "may hold" is inferred from the arguments a dump
+// printed: a frame that received a pointer to the mutex, or to the
+// struct it is a field of, and has not returned.
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/hangdoc/hangdoc/stacks"
+)
+
+// goRunning is the kind of a goroutine on a CPU, runnable or in a
+// system call: it can still change something.
+const goRunning = "running"
+
+// goStatusKinds maps a goroutine status (the runtime's wait reason) to a
+// wait kind, for stacks whose frames do not show it (a panic's dump hides
+// the runtime's frames).
+var goStatusKinds = map[string]string{
+	"sync.Mutex.Lock":         stacks.GoWaitMutex,
+	"sync.RWMutex.RLock":      stacks.GoWaitRLock,
+	"sync.RWMutex.Lock":       stacks.GoWaitWLock,
+	"sync.WaitGroup.Wait":     stacks.GoWaitWaitGroup,
+	"sync.Cond.Wait":          stacks.GoWaitCond,
+	"chan send":               stacks.GoWaitSend,
+	"chan receive":            stacks.GoWaitRecv,
+	"chan send (nil chan)":    stacks.GoWaitBlock,
+	"chan receive (nil chan)": stacks.GoWaitBlock,
+	"select":                  stacks.GoWaitSelect,
+	"select (no cases)":       stacks.GoWaitBlock,
+	"sleep":                   stacks.GoWaitSleep,
+	"IO wait":                 stacks.GoWaitIO,
+	"running":                 goRunning,
+	"runnable":                goRunning,
+	"syscall":                 goRunning,
+	"preempted":               goRunning,
+}
+
+// gor is one goroutine as the Go signatures see it.
+type gor struct {
+	ref  ThreadRef
+	t    *stacks.Thread
+	g    *stacks.Goroutine
+	wait stacks.GoWait
+	kind string // a stacks.GoWait* kind, goRunning, or "" (parked for the runtime, unknown)
+	obj  uint64 // Goroutine.Object
+	// system: one of the runtime's own (GC workers, finalizers, the
+	// scheduler's M stacks, the signal loop, `go test`'s alarm).
+	system bool
+}
+
+// goProc is a process whose threads are goroutines.
+type goProc struct {
+	p    *stacks.Process
+	all  []*gor
+	byID map[int]*gor
+}
+
+// goProcs returns the processes of the snapshot whose threads are
+// goroutines (a goroutine dump, a live read of a Go process).
+func goProcs(a *Analysis) []*goProc {
+	var out []*goProc
+	for _, p := range a.Snap.Processes {
+		var gp *goProc
+		for _, t := range p.Threads {
+			if t.Goroutine == nil {
+				continue
+			}
+			if gp == nil {
+				gp = &goProc{p: p, byID: map[int]*gor{}}
+			}
+			g := newGor(p, t)
+			gp.all = append(gp.all, g)
+			if t.Tid != 0 {
+				gp.byID[t.Tid] = g
+			}
+		}
+		if gp != nil {
+			out = append(out, gp)
+		}
+	}
+	return out
+}
+
+func newGor(p *stacks.Process, t *stacks.Thread) *gor {
+	g := &gor{ref: ThreadRef{Proc: p, Thread: t}, t: t, g: t.Goroutine, obj: t.Goroutine.Object}
+	g.wait = stacks.GoWaitOf(t.Stack)
+	status := t.Goroutine.Status
+	switch {
+	case goStatusKinds[status] == goRunning:
+		g.kind = goRunning
+	case g.wait.Kind != "":
+		g.kind = g.wait.Kind
+	default:
+		g.kind = goStatusKinds[status]
+		if g.kind != "" {
+			g.wait.Caller = 0 // the dump hid the wait's frames: the first one shown asked
+		}
+	}
+	g.system = isSystemGoroutine(t)
+	return g
+}
+
+// isSystemGoroutine: the runtime's own goroutines, which every Go
+// program has and no user code waits for.
+func isSystemGoroutine(t *stacks.Thread) bool {
+	if t.Tid == 0 {
+		return true // an M's scheduler stack (GOTRACEBACK=system, crash)
+	}
+	if strings.HasPrefix(t.Goroutine.CreatedBy.Func, "runtime.") {
+		return true // GC workers, sweeper, scavenger, finalizers, forcegc
+	}
+	user := false
+	for _, f := range t.Stack {
+		switch {
+		case f.Func == "os/signal.loop", strings.HasPrefix(f.Func, "testing.(*M).startAlarm"):
+			return true
+		case !strings.HasPrefix(f.Func, "runtime."):
+			user = true
+		}
+	}
+	return !user && len(t.Stack) > 0
+}
+
+// user returns the goroutines that are not the runtime's.
+func (gp *goProc) user() []*gor {
+	var out []*gor
+	for _, g := range gp.all {
+		if !g.system {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// blockedForever: parked on something only another goroutine can end (a
+// sync object, a channel, a select), as opposed to a timer, the network
+// poller or a CPU.
+func (g *gor) blockedForever() bool {
+	switch g.kind {
+	case stacks.GoWaitMutex, stacks.GoWaitRLock, stacks.GoWaitWLock, stacks.GoWaitWaitGroup, stacks.GoWaitCond,
+		stacks.GoWaitSend, stacks.GoWaitRecv, stacks.GoWaitSelect, stacks.GoWaitBlock:
+		return true
+	}
+	return false
+}
+
+func (g *gor) label() string { return "goroutine " + strconv.Itoa(g.t.Tid) }
+
+// callerFrame is the frame that asked to wait (the code that called
+// Lock, sent, waited), or the innermost frame when none is known.
+func (g *gor) callerFrame() (stacks.Frame, bool) {
+	st := g.t.Stack
+	switch {
+	case g.wait.Caller < len(st):
+		return st[g.wait.Caller], true
+	case len(st) > 0:
+		return st[0], true
+	}
+	return stacks.Frame{}, false
+}
+
+// where is "`main.(*bank).transfer` at /src/main.go:37": the code that
+// waits.
+func (g *gor) where() string {
+	f, ok := g.callerFrame()
+	if !ok {
+		return "(no stack)"
+	}
+	return frameAt(f)
+}
+
+// frameAt is "`fn` at file:line".
+func frameAt(f stacks.Frame) string {
+	s := "`" + frameName(f) + "`"
+	if f.File != "" {
+		s += fmt.Sprintf(" at %s:%d", f.File, f.Line)
+	}
+	return s
+}
+
+// objText names a waited object: "mutex 0xc000012345", "mutex (address
+// not in the dump)".
+func objText(what string, obj uint64) string {
+	if obj == 0 {
+		return what + " (address not in the dump)"
+	}
+	return fmt.Sprintf("%s %#x", what, obj)
+}
+
+// kindNoun names what a wait kind waits on.
+func kindNoun(kind string) string {
+	switch kind {
+	case stacks.GoWaitMutex:
+		return "sync.Mutex"
+	case stacks.GoWaitRLock, stacks.GoWaitWLock:
+		return "sync.RWMutex"
+	case stacks.GoWaitWaitGroup:
+		return "sync.WaitGroup"
+	case stacks.GoWaitCond:
+		return "sync.Cond"
+	case stacks.GoWaitSend, stacks.GoWaitRecv:
+		return "channel"
+	}
+	return kind
+}
+
+// waitText says what a goroutine does: "waits to lock sync.Mutex 0x… in
+// `main.f` at main.go:12".
+func (g *gor) waitText() string {
+	var s string
+	switch g.kind {
+	case stacks.GoWaitMutex:
+		s = "waits to lock " + objText("sync.Mutex", g.obj)
+	case stacks.GoWaitRLock:
+		s = "waits to read-lock " + objText("sync.RWMutex", g.obj)
+	case stacks.GoWaitWLock:
+		s = "waits to write-lock " + objText("sync.RWMutex", g.obj)
+	case stacks.GoWaitWaitGroup:
+		s = "waits in Wait on " + objText("sync.WaitGroup", g.obj)
+	case stacks.GoWaitCond:
+		s = "waits on a sync.Cond"
+	case stacks.GoWaitSend:
+		s = "waits to send on " + objText("channel", g.obj)
+	case stacks.GoWaitRecv:
+		s = "waits to receive from " + objText("channel", g.obj)
+	case stacks.GoWaitSelect:
+		s = "waits in a select"
+	case stacks.GoWaitBlock:
+		s = "is parked for ever (" + g.g.Status + ")"
+	case stacks.GoWaitSleep:
+		s = "sleeps"
+	case stacks.GoWaitIO:
+		s = "waits on the network poller"
+	case goRunning:
+		s = "is " + g.g.Status
+	default:
+		s = "is parked (" + g.g.Status + ")"
+	}
+	s += " in " + g.where()
+	if m := g.g.WaitMinutes; m > 0 {
+		s += fmt.Sprintf(", for %d minutes or more", m)
+	}
+	return s
+}
+
+// goStackLine shows a goroutine's user frames from the one that waits,
+// for the evidence.
+func (g *gor) stackLine() string {
+	return g.label() + " [" + g.g.Status + "]: " + goUserFrames(g.t.Stack, g.wait.Caller, 4)
+}
+
+// goUserFrames renders up to n frames from index from: "f (file:line) ← g".
+func goUserFrames(st []stacks.Frame, from, n int) string {
+	if from >= len(st) {
+		from = 0
+	}
+	var parts []string
+	for _, f := range st[from:] {
+		if f.Func == "runtime.goexit" || f.Func == "runtime.main" {
+			continue
+		}
+		if len(parts) == n {
+			parts = append(parts, "…")
+			break
+		}
+		s := frameName(f)
+		if f.File != "" {
+			s += fmt.Sprintf(" (%s:%d)", shortPath(f.File), f.Line)
+		}
+		parts = append(parts, s)
+	}
+	if len(parts) == 0 {
+		return "no stack"
+	}
+	return strings.Join(parts, " ← ")
+}
+
+// shortPath keeps the last two elements of a path: "abba/main.go".
+func shortPath(p string) string {
+	i := strings.LastIndexByte(p, '/')
+	if i <= 0 {
+		return p
+	}
+	if j := strings.LastIndexByte(p[:i], '/'); j >= 0 {
+		return p[j+1:]
+	}
+	return p
+}
+
+// goStructSpan is how far past a pointer argument a mutex may lie and
+// still be taken for a field of the struct it points to.
+const goStructSpan = 256
+
+// holdEvidence is why a goroutine may hold a sync object.
+type holdEvidence struct {
+	frame int    // the frame that received the pointer
+	arg   uint64 // the pointer
+	exact bool   // the pointer is the object's own address
+}
+
+func (h holdEvidence) text(g *gor, obj uint64) string {
+	f := g.t.Stack[h.frame]
+	rel := "the object itself"
+	if !h.exact {
+		rel = fmt.Sprintf("%#x bytes before it: the struct it is a field of", obj-h.arg)
+	}
+	return fmt.Sprintf("%s has not returned from %s, which received %#x (%s)", g.label(), frameAt(f), h.arg, rel)
+}
+
+// mayHold reports whether goroutine g may hold obj: one of its frames
+// from from on (frames that have not returned) received a pointer to
+// obj or to a struct within goStructSpan bytes before it. Values the
+// runtime marked unreliable ("0x…?") do not count. An exact pointer wins
+// over a nearby one; the outermost frame that has one wins among those,
+// as it is the one most likely to have taken the lock for the others.
+func mayHold(g *gor, obj uint64, from int) (holdEvidence, bool) {
+	if obj == 0 {
+		return holdEvidence{}, false
+	}
+	var best holdEvidence
+	found := false
+	for i := max(from, 0); i < len(g.t.Stack); i++ {
+		f := g.t.Stack[i]
+		if goWaitMachineryFrame(f.Func) {
+			continue
+		}
+		for _, a := range f.Args {
+			p, ok := goPointerArg(a.Value)
+			if !ok || p > obj || obj-p >= goStructSpan {
+				continue
+			}
+			h := holdEvidence{frame: i, arg: p, exact: p == obj}
+			if !found || h.exact && !best.exact || h.exact == best.exact {
+				best, found = h, true
+			}
+		}
+	}
+	return best, found
+}
+
+// goWaitMachineryFrame: frames of the runtime and of sync, whose
+// pointer arguments are the objects being waited on, not held.
+func goWaitMachineryFrame(fn string) bool {
+	return strings.HasPrefix(fn, "runtime.") || strings.HasPrefix(fn, "sync.") || strings.HasPrefix(fn, "internal/")
+}
+
+// goPointerArg reads an argument word a dump printed exactly ("0xc0000…",
+// not "0xc0000…?", not a brace group); small values are not pointers.
+func goPointerArg(s string) (uint64, bool) {
+	if !strings.HasPrefix(s, "0x") || strings.HasSuffix(s, "?") {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(s[2:], 16, 64)
+	if err != nil || v < 1<<16 {
+		return 0, false
+	}
+	return v, true
+}
+
+// goTids lists goroutine ids for Diagnosis.Tids, in the order given.
+func goRefs(gs ...*gor) (pids, tids []int) {
+	refs := make([]ThreadRef, 0, len(gs))
+	for _, g := range gs {
+		refs = append(refs, g.ref)
+	}
+	return orderRefs(refs...)
+}
+
+// goDeadlockClaims reports whether a Go deadlock signature names a
+// goroutine of process p: the verdicts that are not a deadlock
+// (progressing, io-wait, sleeping) then leave it alone.
+func goDeadlockClaims(a *Analysis, p *stacks.Process) bool {
+	for _, gp := range goProcs(a) {
+		if gp.p != p {
+			continue
+		}
+		return len(goLockCycles(gp)) > 0 || len(goSelfDeadlocks(gp)) > 0 || len(goOrphanedChannels(gp)) > 0 ||
+			len(goStuckWaitGroups(gp)) > 0 || goAsleep(gp) != nil
+	}
+	return false
+}
+
+// goWaitKind is the kind of wait the non-lock verdicts (nonlock.go) see
+// in a goroutine: its status says it better than its frames, which have
+// no libc call to name.
+func goWaitKind(t *stacks.Thread) (waitKind, string, bool) {
+	if t.Goroutine == nil {
+		return wkUnknown, "", false
+	}
+	switch k := newGor(nil, t).kind; k {
+	case goRunning:
+		return wkRunning, "", true
+	case stacks.GoWaitIO:
+		return wkIO, "netpoll", true
+	case stacks.GoWaitSleep:
+		return wkSleep, "time.Sleep", true
+	case "":
+		return wkOther, "", true
+	default:
+		return wkFutex, t.Goroutine.Status, true
+	}
+}
+
+// goroutineDiagnosis: a diagnosis that names goroutines.
+func goroutineDiagnosis(a *Analysis, d Diagnosis) bool {
+	if len(d.Tids) == 0 {
+		return false
+	}
+	r, ok := a.Thread(d.Tids[0])
+	return ok && r.Thread.Goroutine != nil
+}
+
+// runtimeMessage is what the runtime said with its dump when it says
+// something about the hang ("fatal error: all goroutines are asleep",
+// "panic: test timed out"); not the signal that asked for the dump.
+func runtimeMessage(p *stacks.Process) string {
+	if strings.HasPrefix(p.Message, "SIG") {
+		return ""
+	}
+	return p.Message
+}

@@ -1,0 +1,157 @@
+package heuristics
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/hangdoc/hangdoc/stacks"
+)
+
+func init() {
+	register(&Signature{
+		ID:    "goroutine-leak",
+		Title: "Goroutines pile up parked at one place: a leak",
+		Explain: "Many goroutines, started at one go statement, are parked at one channel operation, select or " +
+			"lock, most of them for a long time: each was meant to finish when a reply, a cancellation or a " +
+			"close came, and it never did. The program may still work, but it grows until it runs out of " +
+			"memory, and whatever the goroutines hold stays held.",
+		Fix: "Give every goroutine a way to end: select on a context's Done channel (and cancel it), close the " +
+			"channel they wait on, or make a reply channel buffered so the sender does not wait for a reader " +
+			"that left. go.uber.org/goleak in tests catches the next one.",
+		Rank:  70,
+		Match: matchGoLeak,
+	})
+}
+
+// goLeakMin is how many goroutines parked at one place make a leak on
+// their own; goLeakShareMin sending at one place, over half the
+// goroutines, for ten minutes or more, make one too.
+const (
+	goLeakMin      = 1000
+	goLeakShareMin = 100
+)
+
+// goLeak is a group of goroutines parked at one place.
+type goLeak struct {
+	gs      []*gor
+	creator stacks.Frame // the go statement most of them came from
+	created int          // how many came from it
+	minutes int          // the median of their wait minutes
+}
+
+// goLeaks groups the user goroutines blocked for ever by their stack
+// (same functions, any argument: panicparse's "any pointer") and keeps
+// the groups that are large.
+func goLeaks(gp *goProc) []goLeak {
+	users := gp.user()
+	byThread := map[*stacks.Thread]*gor{}
+	var threads []*stacks.Thread
+	for _, g := range users {
+		if g.blockedForever() {
+			byThread[g.t] = g
+			threads = append(threads, g.t)
+		}
+	}
+	if len(threads) < goLeakShareMin {
+		return nil
+	}
+	var out []goLeak
+	for _, grp := range stacks.GroupThreads(threads) {
+		n := len(grp.Threads)
+		if n < goLeakShareMin {
+			break // largest first
+		}
+		l := goLeak{}
+		mins := make([]int, 0, n)
+		creators := map[string]int{}
+		frames := map[string]stacks.Frame{}
+		for _, t := range grp.Threads {
+			g := byThread[t]
+			l.gs = append(l.gs, g)
+			mins = append(mins, g.g.WaitMinutes)
+			cf := g.g.CreatedBy
+			k := fmt.Sprintf("%s %s:%d", cf.Func, cf.File, cf.Line)
+			creators[k]++
+			frames[k] = cf
+		}
+		sort.Ints(mins)
+		l.minutes = mins[n/2]
+		for k, c := range creators {
+			if c > l.created || c == l.created && k < fmt.Sprintf("%s %s:%d", l.creator.Func, l.creator.File, l.creator.Line) {
+				l.created, l.creator = c, frames[k]
+			}
+		}
+		// Fewer, but most of the program's goroutines, all stuck sending
+		// for ten minutes: results nobody collects. (Idle workers wait in
+		// a receive or a select: a pool of a few hundred is not a leak.)
+		if n < goLeakMin && !(2*n > len(users) && l.minutes >= 10 && l.gs[0].kind == stacks.GoWaitSend) {
+			continue
+		}
+		if l.created*2 < n {
+			continue // started from many places: a pool, not a leak from one go statement
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+func matchGoLeak(a *Analysis) []Diagnosis {
+	var ds []Diagnosis
+	for _, gp := range goProcs(a) {
+		for _, l := range goLeaks(gp) {
+			ds = append(ds, goLeakDiagnosis(gp, l))
+		}
+	}
+	return ds
+}
+
+func goLeakDiagnosis(gp *goProc, l goLeak) Diagnosis {
+	g := l.gs[0]
+	sort.Slice(l.gs, func(i, j int) bool { return l.gs[i].t.Tid < l.gs[j].t.Tid })
+	pids, tids := goRefs(l.gs...)
+	d := Diagnosis{Deadlock: true, Confidence: Medium, Pids: pids, Tids: tids,
+		Refs: []string{"https://github.com/uber-go/goleak", "https://go.dev/blog/pipelines"}}
+	if l.minutes == 0 {
+		d.Confidence = Low // parked under a minute: a burst may yet drain
+	}
+	n := len(l.gs)
+	d.Summary = fmt.Sprintf("%d goroutines are parked at one place (%s) in %s", n, g.g.Status, g.where())
+	if l.creator.Func != "" {
+		d.Summary += fmt.Sprintf(", started by %s", frameAt(l.creator))
+	}
+	if l.minutes > 0 {
+		d.Summary += fmt.Sprintf(", for %d minutes or more (median)", l.minutes)
+	}
+	d.Chain = append(d.Chain,
+		fmt.Sprintf("%d of %d goroutines of the program wait here, same stack: %s", n, len(gp.user()),
+			goUserFrames(g.t.Stack, g.wait.Caller, 4)),
+		fmt.Sprintf("%d of them were started by %s", l.created, frameAt(l.creator)),
+		fmt.Sprintf("goroutines %s", goIDRange(l.gs)))
+	if l.minutes > 0 {
+		d.Chain = append(d.Chain, fmt.Sprintf("half of them have waited %d minutes or more", l.minutes))
+	}
+	var working []string
+	for _, o := range gp.user() {
+		if !o.blockedForever() {
+			working = append(working, o.label()+" "+o.waitText())
+		}
+	}
+	if len(working) > 0 {
+		d.Chain = append(d.Chain, "the rest of the program goes on:")
+		d.Chain = append(d.Chain, limitList(working, 3)...)
+	}
+	d.Evidence = append(d.Evidence, g.stackLine(), fmt.Sprintf("%d goroutines share this stack (any argument)", n))
+	d.Fix = fmt.Sprintf("The goroutines started by %s never end: give them a way out in %s (select on a "+
+		"context's Done channel and cancel it when the request ends, close the channel they wait on, or make "+
+		"the reply channel buffered), and test for leaks with go.uber.org/goleak.", frameAt(l.creator), g.where())
+	return d
+}
+
+// goIDRange shows goroutine ids compactly: "20–1019 (1000)".
+func goIDRange(gs []*gor) string {
+	lo, hi := gs[0].t.Tid, gs[len(gs)-1].t.Tid
+	if hi-lo+1 == len(gs) {
+		return fmt.Sprintf("%d–%d (%d)", lo, hi, len(gs))
+	}
+	return fmt.Sprintf("%d to %d (%d, not contiguous)", lo, hi, len(gs))
+}

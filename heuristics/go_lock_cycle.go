@@ -1,0 +1,230 @@
+package heuristics
+
+// lock-order-cycle for goroutines: goroutines blocked on each other's
+// sync.Mutex / sync.RWMutex. Registered under the native signature's id
+// (lock_order_cycle.go calls matchGoLockCycle): one id, one entry in the
+// catalogue, whatever the runtime.
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/hangdoc/hangdoc/stacks"
+)
+
+// goLockStep is one edge of a cycle: waiter waits for obj, which holder
+// may hold (ev says why).
+type goLockStep struct {
+	waiter, holder *gor
+	obj            uint64
+	ev             holdEvidence
+}
+
+// goLockCycle is a cycle of lock waits; inferred is false for the
+// fallback that found no holder at all.
+type goLockCycle struct {
+	steps    []goLockStep
+	inferred bool
+}
+
+func isGoLockWait(kind string) bool {
+	return kind == stacks.GoWaitMutex || kind == stacks.GoWaitRLock || kind == stacks.GoWaitWLock
+}
+
+// goHolders finds, for each object some goroutine waits to lock, the
+// goroutines that may hold it (mayHold over their frames that have not
+// returned, the one that waits excluded). The pointer arguments are
+// indexed once, so a dump of 100,000 goroutines stays linear.
+func goHolders(gp *goProc, objs map[uint64]bool) map[uint64][]goLockStep {
+	type ptr struct {
+		v     uint64
+		g     *gor
+		frame int
+	}
+	var ptrs []ptr
+	for _, g := range gp.user() {
+		from := 0
+		if g.kind != goRunning && g.wait.Caller < len(g.t.Stack) {
+			from = g.wait.Caller
+		}
+		for i := from; i < len(g.t.Stack); i++ {
+			f := g.t.Stack[i]
+			if goWaitMachineryFrame(f.Func) {
+				continue
+			}
+			for _, a := range f.Args {
+				if v, ok := goPointerArg(a.Value); ok {
+					ptrs = append(ptrs, ptr{v, g, i})
+				}
+			}
+		}
+	}
+	sort.Slice(ptrs, func(i, j int) bool { return ptrs[i].v < ptrs[j].v })
+	out := map[uint64][]goLockStep{}
+	for obj := range objs {
+		lo := uint64(0)
+		if obj >= goStructSpan {
+			lo = obj - goStructSpan + 1
+		}
+		best := map[*gor]holdEvidence{}
+		for i := sort.Search(len(ptrs), func(i int) bool { return ptrs[i].v >= lo }); i < len(ptrs) && ptrs[i].v <= obj; i++ {
+			p := ptrs[i]
+			if p.g.obj == obj && isGoLockWait(p.g.kind) {
+				continue // it waits for obj: the pointer is the one it locks
+			}
+			h := holdEvidence{frame: p.frame, arg: p.v, exact: p.v == obj}
+			if old, ok := best[p.g]; !ok || h.exact && !old.exact || h.exact == old.exact && h.frame > old.frame {
+				best[p.g] = h
+			}
+		}
+		for g, h := range best {
+			out[obj] = append(out[obj], goLockStep{holder: g, obj: obj, ev: h})
+		}
+		sort.Slice(out[obj], func(i, j int) bool { return out[obj][i].holder.t.Tid < out[obj][j].holder.t.Tid })
+	}
+	return out
+}
+
+// goLockCycles returns the cycles of goroutines that wait to lock what
+// the next one may hold, each once; when there is none, the fallback:
+// goroutines wait on two different mutexes or more, nothing points at
+// any of them, and no goroutine runs that could unlock one.
+func goLockCycles(gp *goProc) []goLockCycle {
+	var waiters []*gor
+	objs := map[uint64]bool{}
+	for _, g := range gp.user() {
+		if isGoLockWait(g.kind) && g.obj != 0 {
+			waiters = append(waiters, g)
+			objs[g.obj] = true
+		}
+	}
+	if len(waiters) < 2 || len(objs) < 2 {
+		return nil
+	}
+	holders := goHolders(gp, objs)
+	isWaiter := map[*gor]bool{}
+	for _, w := range waiters {
+		isWaiter[w] = true
+	}
+	next := map[*gor][]goLockStep{}
+	for _, w := range waiters {
+		for _, s := range holders[w.obj] {
+			if isWaiter[s.holder] && s.holder != w {
+				s.waiter = w
+				next[w] = append(next[w], s)
+			}
+		}
+	}
+	var cycles []goLockCycle
+	const maxCycles, maxSteps = 16, 100000
+	steps := 0
+	for _, start := range waiters {
+		var path []goLockStep
+		onPath := map[*gor]bool{start: true}
+		var dfs func(g *gor)
+		dfs = func(g *gor) {
+			for _, s := range next[g] {
+				if steps++; steps > maxSteps || len(cycles) >= maxCycles {
+					return
+				}
+				h := s.holder
+				switch {
+				case h == start:
+					c := append(append([]goLockStep(nil), path...), s)
+					cycles = append(cycles, goLockCycle{steps: c, inferred: true})
+				case !onPath[h] && h.t.Tid > start.t.Tid && len(path) < 8:
+					onPath[h] = true
+					path = append(path, s)
+					dfs(h)
+					path = path[:len(path)-1]
+					onPath[h] = false
+				}
+			}
+		}
+		dfs(start)
+	}
+	if len(cycles) > 0 {
+		return cycles
+	}
+	// The fallback: no pointer names any holder.
+	for obj := range objs {
+		if len(holders[obj]) > 0 {
+			return nil
+		}
+	}
+	for _, g := range gp.user() {
+		if !g.blockedForever() && g.kind != stacks.GoWaitSleep {
+			return nil // it runs, or waits on I/O: it may unlock one
+		}
+	}
+	sort.Slice(waiters, func(i, j int) bool { return waiters[i].t.Tid < waiters[j].t.Tid })
+	var c goLockCycle
+	for _, w := range waiters {
+		c.steps = append(c.steps, goLockStep{waiter: w, obj: w.obj})
+	}
+	return []goLockCycle{c}
+}
+
+const goLockFix = "Lock these mutexes in one fixed order everywhere: where code needs two at once, order them " +
+	"by a stable key (an id, never the argument order) before locking, or guard them with one lock. Go's " +
+	"mutexes record no owner: `go test -race` does not see this; a lock-order checker (sasha-s/go-deadlock) " +
+	"in tests does."
+
+// matchGoLockCycle gives lock-order-cycle for goroutines.
+func matchGoLockCycle(a *Analysis) []Diagnosis {
+	var ds []Diagnosis
+	for _, gp := range goProcs(a) {
+		for _, c := range goLockCycles(gp) {
+			ds = append(ds, goLockCycleDiagnosis(gp, c))
+		}
+	}
+	return ds
+}
+
+func goLockCycleDiagnosis(gp *goProc, c goLockCycle) Diagnosis {
+	var gs []*gor
+	for _, s := range c.steps {
+		gs = append(gs, s.waiter)
+	}
+	pids, tids := goRefs(gs...)
+	d := Diagnosis{ID: "lock-order-cycle", Deadlock: true, Confidence: Medium, Pids: pids, Tids: tids,
+		Refs: []string{"https://pkg.go.dev/sync#Mutex", "https://github.com/sasha-s/go-deadlock"}}
+	if !c.inferred {
+		d.Confidence = Low
+		var parts []string
+		for _, s := range c.steps {
+			parts = append(parts, fmt.Sprintf("%s waits for %#x", s.waiter.label(), s.obj))
+			d.Chain = append(d.Chain, s.waiter.label()+" "+s.waiter.waitText())
+			d.Evidence = append(d.Evidence, s.waiter.stackLine())
+		}
+		d.Summary = fmt.Sprintf("%d goroutines wait on %d different locked mutexes and no goroutine could unlock them: %s",
+			len(c.steps), len(c.steps), strings.Join(parts, ", "))
+		d.Chain = append(d.Chain, "no frame of any goroutine received a pointer to these mutexes, so who holds them is "+
+			"not known: a cycle among these goroutines is the likely cause, a goroutine that exited holding one the other")
+		d.Evidence = append(d.Evidence, "Go mutexes record no owner and no goroutine's arguments point at these: low confidence")
+		d.Fix = goLockFix
+		return d
+	}
+	var sum []string
+	for i, s := range c.steps {
+		sum = append(sum, fmt.Sprintf("%s waits for %#x, which %s may hold", s.waiter.label(), s.obj, s.holder.label()))
+		d.Chain = append(d.Chain, s.waiter.label()+" "+s.waiter.waitText())
+		d.Chain = append(d.Chain, fmt.Sprintf("which %s may hold: %s", s.holder.label(), s.ev.text(s.holder, s.obj)))
+		d.Evidence = append(d.Evidence, s.waiter.stackLine())
+		if i == len(c.steps)-1 {
+			d.Chain = append(d.Chain, "which closes the cycle: each waits for the next, and none can go on")
+		}
+	}
+	d.Summary = fmt.Sprintf("%d goroutines deadlock on their mutexes in a cycle: %s", len(c.steps), strings.Join(sum, "; "))
+	d.Evidence = append(d.Evidence, "Go mutexes record no owner: each holder is inferred from a frame that received a "+
+		"pointer to the mutex (or to the struct it is a field of) and has not returned")
+	where := ""
+	if f, ok := c.steps[0].waiter.callerFrame(); ok {
+		where = fmt.Sprintf(" (in %s)", frameAt(f))
+	}
+	d.Fix = "Lock these mutexes in one fixed order everywhere" + where + ": where code needs two at once, order them " +
+		"by a stable key (an id, never the argument order) before locking, or guard them with one lock. Go's " +
+		"mutexes record no owner: a lock-order checker (sasha-s/go-deadlock) in tests finds the other orders."
+	return d
+}

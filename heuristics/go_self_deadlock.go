@@ -1,0 +1,144 @@
+package heuristics
+
+// self-deadlock for goroutines: a goroutine locks a sync.Mutex it holds,
+// or read-locks a sync.RWMutex it holds for reading while a writer waits
+// (a recursive RLock, which Go compiles and sync documents as
+// forbidden). Registered under the native signature's id
+// (self_deadlock.go calls matchGoSelfDeadlock).
+
+import (
+	"fmt"
+
+	"github.com/hangdoc/hangdoc/stacks"
+)
+
+// goSelf is a goroutine that waits for a lock it may hold.
+type goSelf struct {
+	g      *gor
+	ev     holdEvidence
+	held   bool // ev was found (else: the writer and reader alone tell it)
+	writer *gor // the writer waiting on the same RWMutex (RLock)
+}
+
+// goSelfDeadlocks finds goroutines waiting to lock an object that a
+// frame below the one locking received (the outer frame holds it), when
+// no other goroutine may hold it. A recursive RLock needs a writer
+// waiting on the same RWMutex: without one it does not block.
+func goSelfDeadlocks(gp *goProc) []goSelf {
+	objs := map[uint64]bool{}
+	for _, g := range gp.user() {
+		if isGoLockWait(g.kind) && g.obj != 0 {
+			objs[g.obj] = true
+		}
+	}
+	if len(objs) == 0 {
+		return nil
+	}
+	holders := goHolders(gp, objs)
+	writers := map[uint64]*gor{}
+	for _, g := range gp.user() {
+		if g.kind == stacks.GoWaitWLock && g.obj != 0 && writers[g.obj] == nil {
+			writers[g.obj] = g
+		}
+	}
+	var out []goSelf
+	for _, g := range gp.user() {
+		if !isGoLockWait(g.kind) || g.obj == 0 {
+			continue
+		}
+		others := false
+		for _, h := range holders[g.obj] {
+			if h.holder != g {
+				others = true
+			}
+		}
+		if others {
+			continue // another goroutine may hold it: not this signature's to say
+		}
+		ev, held := mayHold(g, g.obj, g.wait.Caller+1)
+		s := goSelf{g: g, ev: ev, held: held}
+		switch g.kind {
+		case stacks.GoWaitRLock:
+			// A reader waits only while a writer holds or waits for the
+			// lock; a writer waiting and no other holder: the readers
+			// holding it are among the waiting readers.
+			s.writer = writers[g.obj]
+			if s.writer == nil {
+				continue
+			}
+		case stacks.GoWaitMutex, stacks.GoWaitWLock:
+			if !held {
+				continue
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// matchGoSelfDeadlock gives self-deadlock for goroutines.
+func matchGoSelfDeadlock(a *Analysis) []Diagnosis {
+	var ds []Diagnosis
+	for _, gp := range goProcs(a) {
+		for _, s := range goSelfDeadlocks(gp) {
+			ds = append(ds, goSelfDiagnosis(gp, s))
+		}
+	}
+	return ds
+}
+
+func goSelfDiagnosis(gp *goProc, s goSelf) Diagnosis {
+	g := s.g
+	gs := []*gor{g}
+	if s.writer != nil {
+		gs = append(gs, s.writer)
+	}
+	pids, tids := goRefs(gs...)
+	d := Diagnosis{ID: "self-deadlock", Deadlock: true, Confidence: Medium, Pids: pids, Tids: tids,
+		Refs: []string{"https://pkg.go.dev/sync#Mutex"}}
+	d.Chain = append(d.Chain, g.label()+" "+g.waitText())
+	outer := ""
+	if s.held {
+		f := g.t.Stack[s.ev.frame]
+		outer = frameAt(f)
+		d.Chain = append(d.Chain, "which it may hold itself: "+s.ev.text(g, g.obj))
+	}
+	d.Evidence = append(d.Evidence, g.stackLine())
+	switch g.kind {
+	case stacks.GoWaitRLock:
+		d.Refs = []string{"https://pkg.go.dev/sync#RWMutex"}
+		d.Summary = fmt.Sprintf("recursive RLock with a writer waiting: %s read-locks sync.RWMutex %#x again in %s "+
+			"while %s waits to write-lock it in %s", g.label(), g.obj, g.where(), s.writer.label(), s.writer.where())
+		d.Chain = append(d.Chain, s.writer.label()+" "+s.writer.waitText(),
+			"a waiting writer makes every new RLock wait, and the writer waits for the read lock the reader holds: "+
+				"each waits for the other")
+		d.Evidence = append(d.Evidence, s.writer.stackLine(),
+			"sync.RWMutex: \"If any goroutine calls Lock while the lock is already held by one or more readers, "+
+				"concurrent calls to RLock will block until the writer has acquired (and released) the lock\"; "+
+				"a recursive read lock is forbidden for that reason")
+		if !s.held {
+			d.Confidence = Low
+			d.Evidence = append(d.Evidence, "no frame of any goroutine received a pointer to this RWMutex: the "+
+				"read-lock holder is not known; the waiting reader holding it already is the likely cause")
+		}
+		d.Fix = "Do not take the read lock again while holding it"
+		if outer != "" {
+			d.Fix += fmt.Sprintf(" (%s holds it and calls %s)", outer, g.where())
+		}
+		d.Fix += ": split the inner function into a variant that expects the lock held, or take the lock once at the " +
+			"outermost call. Recursive read locking is forbidden by sync.RWMutex even though it works until a writer comes."
+	default:
+		d.Summary = fmt.Sprintf("%s locks %s again in %s, while a frame of its own that has not returned "+
+			"holds it (%s)", g.label(), objText(kindNoun(g.kind), g.obj), g.where(), outer)
+		d.Chain = append(d.Chain, "a sync.Mutex is not reentrant: the goroutine waits for itself for ever")
+		d.Fix = fmt.Sprintf("Do not lock a mutex the goroutine already holds: %s holds it and calls %s; split the "+
+			"inner function into a variant that expects the lock held (a fooLocked helper), or release the lock "+
+			"before the call.", outer, g.where())
+	}
+	if msg := runtimeMessage(gp.p); msg != "" {
+		d.Evidence = append(d.Evidence, "the runtime said: "+msg)
+	}
+	d.Evidence = append(d.Evidence, "Go mutexes record no owner: the holder is inferred from the pointers the "+
+		"frames received, and no other goroutine's frames point at this lock")
+	return d
+}

@@ -1,0 +1,256 @@
+package heuristics_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hangdoc/hangdoc/heuristics"
+	"github.com/hangdoc/hangdoc/stacks"
+)
+
+// The other goroutine dumps stored (Go 1.19, `go test` timeouts, the
+// runtime's own detector, pasted variants): the Go signature each leads
+// with, and that none gets a verdict of the native signatures instead.
+func TestGoStoredDumps(t *testing.T) {
+	tests := []struct {
+		file, id, confidence string
+		tids                 []int
+	}{
+		{"go119_abba_sigquit.txt", "lock-order-cycle", heuristics.Medium, []int{18, 19}},
+		{"go119_rlock_sigquit.txt", "self-deadlock", heuristics.Medium, []int{6, 7}},
+		{"abba_sigquit_crash.txt", "lock-order-cycle", heuristics.Medium, []int{20, 21}},
+		{"abba_sigquit_system.txt", "lock-order-cycle", heuristics.Medium, []int{18, 19}},
+		{"abba_pprof_debug2.txt", "lock-order-cycle", heuristics.Medium, []int{6, 7}},
+		{"abba_runtime_stack.txt", "lock-order-cycle", heuristics.Medium, []int{18, 19}},
+		{"pasted_issue.md", "lock-order-cycle", heuristics.Medium, []int{18, 19}},
+		{"quoted_reply.txt", "self-deadlock", heuristics.Medium, []int{21, 22}},
+		// The runtime's detector fired; the Mutex relocked through add →
+		// count says why.
+		{"deadlock_fatal.txt", "self-deadlock", heuristics.Medium, []int{1}},
+		{"no_tabs.txt", "self-deadlock", heuristics.Medium, []int{1}},
+		// The test holds s.mu and waits on a channel the worker would close
+		// after locking s.mu: no pointer tells who holds it, every goroutine
+		// but `go test`'s alarm is blocked.
+		{"gotest_timeout.txt", "all-goroutines-asleep", heuristics.Medium, []int{1, 21, 22}},
+		{"go119_gotest_timeout.txt", "all-goroutines-asleep", heuristics.Medium, []int{1, 18, 19}},
+		{"ci_log.txt", "all-goroutines-asleep", heuristics.Medium, []int{1, 21, 22}},
+		{"log_two_dumps.txt", "waitgroup-never-done", heuristics.Medium, []int{1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			ds := diagnoseGoText(t, readGoDump(t, tt.file))
+			d := ds[0]
+			if d.ID != tt.id || d.Confidence != tt.confidence || fmt.Sprint(d.Tids) != fmt.Sprint(tt.tids) {
+				t.Errorf("got %s %s %v, want %s %s %v: %s\nall: %s", d.ID, d.Confidence, d.Tids, tt.id, tt.confidence, tt.tids, d.Summary, goIDs(ds))
+			}
+			for _, o := range ds[1:] {
+				if o.Deadlock && o.ID != "goroutine-leak" {
+					t.Errorf("a second deadlock verdict: %s %s", o.ID, o.Summary)
+				}
+			}
+		})
+	}
+}
+
+func readGoDump(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "testdata", "dumps", "goroutines", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func diagnoseGoText(t *testing.T, text string) []heuristics.Diagnosis {
+	t.Helper()
+	snap, _, _, err := stacks.Parse(strings.NewReader(text), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds := heuristics.Diagnose(snap, heuristics.Options{})
+	if len(ds) == 0 {
+		return []heuristics.Diagnosis{{ID: "(none)"}}
+	}
+	return ds
+}
+
+// goDump builds a goroutine dump from goroutines written as the runtime
+// prints them.
+func goDump(gs ...string) string {
+	return "SIGQUIT: quit\nPC=0x4711 m=0 sigcode=0\n\n" + strings.Join(gs, "\n") + "\n"
+}
+
+// gr is one goroutine: id, status, frames ("fn(args) file:line"), and
+// its creator ("fn file:line in N", or "").
+func gr(id int, status string, creator string, frames ...string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "goroutine %d [%s]:\n", id, status)
+	for _, f := range frames {
+		call, loc, _ := strings.Cut(f, " ")
+		fmt.Fprintf(&b, "%s\n\t%s +0x1\n", call, loc)
+	}
+	fmt.Fprintf(&b, "runtime.goexit({})\n\t/go/src/runtime/asm_amd64.s:1771 +0x1\n")
+	if creator != "" {
+		fn, rest, _ := strings.Cut(creator, " ")
+		loc, in, _ := strings.Cut(rest, " in ")
+		fmt.Fprintf(&b, "created by %s in goroutine %s\n\t%s +0x1\n", fn, in, loc)
+	}
+	return b.String()
+}
+
+var (
+	chanRecvFrames = []string{"runtime.gopark(0x1?) /go/src/runtime/proc.go:462", "runtime.chanrecv(0xc000100000, 0x0, 0x1) /go/src/runtime/chan.go:667",
+		"runtime.chanrecv1(0x1?, 0x2?) /go/src/runtime/chan.go:506"}
+	selectFrames = []string{"runtime.gopark(0x1?) /go/src/runtime/proc.go:462", "runtime.selectgo(0xc000010f38, 0xc000010f10, 0x0?, 0x0, 0x2?, 0x1) /go/src/runtime/select.go:351"}
+	sleepFrames  = []string{"runtime.gopark(0x1?) /go/src/runtime/proc.go:462", "time.Sleep(0x1dcd6500) /go/src/runtime/time.go:363"}
+)
+
+func mutexWait(obj string) []string {
+	return []string{"runtime.gopark(0x1?) /go/src/runtime/proc.go:462", "internal/sync.runtime_SemacquireMutex(0x1?) /go/src/runtime/sema.go:95",
+		"internal/sync.(*Mutex).lockSlow(" + obj + ") /go/src/internal/sync/mutex.go:149", "internal/sync.(*Mutex).Lock(...) /go/src/internal/sync/mutex.go:70",
+		"sync.(*Mutex).Lock(...) /go/src/sync/mutex.go:46"}
+}
+
+func with(a []string, more ...string) []string { return append(append([]string(nil), a...), more...) }
+
+// What the Go signatures must not claim, and the edges they must get right.
+func TestGoSignatureEdges(t *testing.T) {
+	acceptLoop := gr(3, "IO wait", "main.main /src/m.go:2 in 1", "runtime.gopark(0x1?) /go/src/runtime/proc.go:462",
+		"internal/poll.runtime_pollWait(0x7f, 0x72) /go/src/runtime/netpoll.go:351", "internal/poll.(*pollDesc).wait(0xc000080000?, 0x0?, 0x0) /go/src/internal/poll/fd_poll_runtime.go:84",
+		"internal/poll.(*FD).Accept(0xc000080000) /go/src/internal/poll/fd_unix.go:613", "net.(*netFD).accept(0xc000080000) /go/src/net/fd_unix.go:161",
+		"main.serve() /src/m.go:40")
+	mainSelect := gr(1, "select (no cases)", "", "runtime.gopark(0x1?) /go/src/runtime/proc.go:462", "runtime.block() /go/src/runtime/select.go:104", "main.main() /src/main.go:9")
+	var pool []string
+	for i := 0; i < 300; i++ {
+		pool = append(pool, gr(100+i, "select, 30 minutes", "main.startPool /src/pool.go:12 in 1", with(selectFrames, "main.worker(0xc000200000) /src/pool.go:20")...))
+	}
+	var leak999 []string
+	for i := 0; i < 999; i++ {
+		leak999 = append(leak999, gr(100+i, "select", "main.handle /src/h.go:12 in 1", with(selectFrames, "main.handle.func1() /src/h.go:14")...))
+	}
+	var senders []string
+	for i := 0; i < 150; i++ {
+		senders = append(senders, gr(100+i, "chan send, 12 minutes", "main.fanOut /src/f.go:12 in 1",
+			"runtime.gopark(0x1?) /go/src/runtime/proc.go:462", fmt.Sprintf("runtime.chansend(0xc0009%05x, 0x0, 0x1) /go/src/runtime/chan.go:283", i*0x60),
+			"runtime.chansend1(0x1?, 0x2?) /go/src/runtime/chan.go:161", "main.fanOut.func1() /src/f.go:14"))
+	}
+	tests := []struct {
+		name, dump, id, confidence string
+		deadlock                   bool
+	}{
+		// An idle worker pool: workers in a select for jobs for half an
+		// hour, main parked in select {}. Idle, not deadlocked.
+		{"idle pool", goDump(append([]string{mainSelect}, pool...)...), "", "", false},
+		// main receiving from a channel nobody else reaches: signal.Notify
+		// and timers feed main like that; no claim.
+		{"main receives", goDump(gr(1, "chan receive, 5 minutes", "", with(chanRecvFrames, "main.main() /src/main.go:9")...)), "", "", false},
+		// A receive from a ticker started by an init that returned: the
+		// creator left, but under a minute of wait it may be a timer's
+		// channel: low confidence.
+		{"ticker receive", goDump(mainSelect, gr(7, "chan receive", "main.startTicker /src/t.go:5 in 1", with(chanRecvFrames, "main.tick() /src/t.go:9")...)),
+			"channel-no-partner", heuristics.Low, true},
+		{"nil channel", goDump(mainSelect, gr(7, "chan send (nil chan)", "main.main /src/main.go:5 in 1",
+			"runtime.gopark(0x1?) /go/src/runtime/proc.go:462", "runtime.chansend(0x0, 0x0, 0x1) /go/src/runtime/chan.go:170",
+			"runtime.chansend1(0x0?, 0x0?) /go/src/runtime/chan.go:161", "main.produce() /src/main.go:20")),
+			"channel-no-partner", heuristics.High, true},
+		// A goroutine locks a mutex through an outer frame holding its
+		// struct, but another goroutine's frame holds the struct too: who
+		// holds it is not this goroutine alone: no self-deadlock; all
+		// goroutines blocked, so the hidden "all asleep".
+		{"relock, two candidates", goDump(
+			gr(5, "sync.Mutex.Lock, 3 minutes", "main.main /src/m.go:3 in 1", with(mutexWait("0xc000300000"), "main.(*s).inner(0xc000300000) /src/m.go:20", "main.(*s).outer(0xc000300000) /src/m.go:15")...),
+			gr(6, "chan send, 3 minutes", "main.main /src/m.go:4 in 1",
+				"runtime.gopark(0x1?) /go/src/runtime/proc.go:462", "runtime.chansend(0xc000400000, 0x0, 0x1) /go/src/runtime/chan.go:283",
+				"runtime.chansend1(0x1?, 0x2?) /go/src/runtime/chan.go:161", "main.(*s).report(0xc000300000) /src/m.go:30"),
+			mainSelect), "all-goroutines-asleep", heuristics.Medium, true},
+		// 999 goroutines parked at one place for under a minute: under
+		// the bar for a leak.
+		{"999 parked", goDump(append([]string{gr(1, "sleep", "", with(sleepFrames, "main.main() /src/main.go:9")...)}, leak999...)...), "", "", false},
+		// 150 goroutines of 151 stuck sending at one place for 12 minutes:
+		// a leak under the 1,000 bar (their creator is still there, so
+		// no channel-no-partner).
+		{"senders pile up", goDump(append([]string{gr(1, "sleep", "", with(sleepFrames, "main.fanOut() /src/f.go:16", "main.main() /src/main.go:9")...)}, senders...)...),
+			"goroutine-leak", heuristics.Medium, true},
+		// Two goroutines on two mutexes nothing points at, nothing else
+		// runs: the low-confidence fallback of lock-order-cycle.
+		{"two mutexes, no pointers", goDump(mainSelect,
+			gr(5, "sync.Mutex.Lock, 4 minutes", "main.main /src/m.go:3 in 1", with(mutexWait("0xc000500000"), "main.a() /src/m.go:20")...),
+			gr(6, "sync.Mutex.Lock, 4 minutes", "main.main /src/m.go:4 in 1", with(mutexWait("0xc000600000"), "main.b() /src/m.go:30")...)),
+			"lock-order-cycle", heuristics.Low, true},
+		// A listener's accept loop on the network poller beside two
+		// goroutines blocked four minutes on mutexes nothing points at:
+		// the poller does not help them (low confidence); under a minute,
+		// no claim.
+		{"poller beside stuck locks", goDump(mainSelect, acceptLoop,
+			gr(5, "sync.Mutex.Lock, 4 minutes", "main.main /src/m.go:3 in 1", with(mutexWait("0xc000500000"), "main.a() /src/m.go:20")...)),
+			"all-goroutines-asleep", heuristics.Low, true},
+		{"poller beside a fresh lock wait", goDump(mainSelect, acceptLoop,
+			gr(5, "sync.Mutex.Lock", "main.main /src/m.go:3 in 1", with(mutexWait("0xc000500000"), "main.a() /src/m.go:20")...)),
+			"", "", false},
+		// A WaitGroup whose worker, a closure of the waiting function, is
+		// alive (blocked on a mutex): it may yet call Done.
+		{"waitgroup, worker alive", goDump(
+			gr(1, "sync.WaitGroup.Wait, 2 minutes", "", "runtime.gopark(0x1?) /go/src/runtime/proc.go:462",
+				"sync.runtime_SemacquireWaitGroup(0x1?) /go/src/runtime/sema.go:114", "sync.(*WaitGroup).Wait(0xc000700000) /go/src/sync/waitgroup.go:206",
+				"main.main() /src/m.go:9"),
+			gr(5, "sync.Mutex.Lock, 2 minutes", "main.main /src/m.go:7 in 1", with(mutexWait("0xc000800000"), "main.main.func1() /src/m.go:8")...)),
+			"all-goroutines-asleep", heuristics.Medium, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ds := diagnoseGoText(t, tt.dump)
+			d := ds[0]
+			if tt.id == "" {
+				for _, d := range ds {
+					if d.Deadlock {
+						t.Errorf("deadlock claimed: %s %s: %s", d.ID, d.Confidence, d.Summary)
+					}
+				}
+				return
+			}
+			if d.ID != tt.id || d.Confidence != tt.confidence || d.Deadlock != tt.deadlock {
+				t.Errorf("got %s %s deadlock=%v, want %s %s %v: %s\nall: %s", d.ID, d.Confidence, d.Deadlock, tt.id, tt.confidence, tt.deadlock, d.Summary, goIDs(ds))
+			}
+		})
+	}
+}
+
+// Signatures: each new Go id is in the catalogue once, with its rank
+// between the lock signatures and the verdicts that are not deadlocks.
+func TestGoSignaturesRegistered(t *testing.T) {
+	lock := heuristics.Lookup("lock-order-cycle")
+	for _, id := range []string{"channel-no-partner", "waitgroup-never-done", "goroutine-leak", "all-goroutines-asleep"} {
+		s := heuristics.Lookup(id)
+		if s == nil {
+			t.Fatalf("%s not registered", id)
+		}
+		if s.Rank <= lock.Rank || s.Rank >= heuristics.Lookup("lost-wakeup").Rank {
+			t.Errorf("%s: rank %d, want between lock-order-cycle's %d and lost-wakeup's", id, s.Rank, lock.Rank)
+		}
+	}
+}
+
+// A dump cut anywhere (a paste that stops mid-goroutine) still gets a
+// diagnosis without a panic, and never a high-confidence claim the cut
+// stack could not support but for the runtime's own word or a nil channel.
+func TestGoCutDumps(t *testing.T) {
+	for _, name := range []string{"abba_sigquit.txt", "rlock_sigquit.txt", "chansend_sigquit.txt", "waitgroup_sigquit.txt",
+		"deadlock_fatal.txt", "gotest_timeout.txt", "go119_abba_sigquit.txt", "server_sigquit.txt"} {
+		text := readGoDump(t, name)
+		for i := 1; i < 40; i++ {
+			cut := text[:len(text)*i/40]
+			snap, _, _, err := stacks.Parse(strings.NewReader(cut), "goroutines")
+			if err != nil {
+				continue
+			}
+			for _, d := range heuristics.Diagnose(snap, heuristics.Options{}) {
+				if d.Confidence == heuristics.High && d.Deadlock && d.ID != "all-goroutines-asleep" && d.ID != "channel-no-partner" {
+					t.Errorf("%s cut at %d/40: %s high: %s", name, i, d.ID, d.Summary)
+				}
+			}
+		}
+	}
+}
