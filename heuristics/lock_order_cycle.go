@@ -13,7 +13,9 @@ func init() {
 		Title: "Threads wait for each other's locks in a cycle",
 		Explain: "Each thread holds a lock the next one in the cycle waits for: thread A holds lock 1 and waits " +
 			"for lock 2, thread B holds lock 2 and waits for lock 1 (ABBA), or a longer ring. None can go on. " +
-			"A thread joining another while holding a lock that one needs closes a cycle the same way.",
+			"A thread joining another while holding a lock that one needs closes a cycle the same way. " +
+			"Goroutines blocked on each other's sync.Mutex or sync.RWMutex are named the same way; Go mutexes " +
+			"record no owner, so the holders are inferred from the frames that took a lock and have not returned.",
 		Fix: "Take these locks in one global order everywhere; where code needs several at once, lock them " +
 			"together (std::scoped_lock, std::lock) or use pthread_mutex_trylock and back off. Do not join or " +
 			"wait for a thread while holding a lock it needs.",

@@ -12,7 +12,9 @@ func init() {
 		Title: "Thread re-locks a mutex it already holds",
 		Explain: "A normal (non-recursive) mutex does not count who holds it: a thread that locks it a second " +
 			"time, typically through a nested call that takes the same lock, waits for itself for ever. " +
-			"The mutex records the waiting thread as its owner.",
+			"The mutex records the waiting thread as its owner. In Go, a goroutine that read-locks a " +
+			"sync.RWMutex it already read-holds while a writer waits is the same hang: the writer waits for the " +
+			"reader, and the second RLock waits behind the writer.",
 		Fix: "Do not lock a mutex the thread already holds: find the outer lock on this stack, release it " +
 			"before the nested call, or split the function into a variant that expects the lock held. Make the " +
 			"mutex recursive only if re-entry is intended; while debugging, PTHREAD_MUTEX_ERRORCHECK turns this " +

@@ -88,8 +88,8 @@ func TestGoWaitOf(t *testing.T) {
 }
 
 // GroupThreads buckets goroutines as panicparse does with "any pointer":
-// the same functions, whatever the arguments; a different function
-// anywhere on the stack is another group.
+// the same functions at the same lines, whatever the arguments; a
+// different function or line anywhere on the stack is another group.
 func TestGroupGoroutinesAnyPointer(t *testing.T) {
 	dump := `goroutine 7 [chan receive]:
 main.worker(0xc000010000, 0x1)
@@ -108,13 +108,20 @@ main.other(0xc000010000, 0x1)
 	/src/main.go:30 +0x1
 created by main.main in goroutine 1
 	/src/main.go:21 +0x2
+
+goroutine 10 [chan receive]:
+main.worker(0xc000010000, 0x1)
+	/src/main.go:12 +0x1
+created by main.main in goroutine 1
+	/src/main.go:20 +0x2
 `
 	snap, _, err := ParseGoroutines(strings.NewReader(dump))
 	if err != nil {
 		t.Fatal(err)
 	}
 	groups := GroupThreads(snap.Processes[0].Threads)
-	if len(groups) != 2 || len(groups[0].Threads) != 2 || groups[0].Threads[0].Tid != 7 || groups[0].Threads[1].Tid != 8 {
+	// goroutine 10 waits at another line of the same function: its own group.
+	if len(groups) != 3 || len(groups[0].Threads) != 2 || groups[0].Threads[0].Tid != 7 || groups[0].Threads[1].Tid != 8 {
 		t.Fatalf("groups: %+v", groups)
 	}
 }

@@ -15,7 +15,8 @@ type Group struct {
 }
 
 // GroupThreads buckets threads by their stack: the same function (or, with
-// no symbol, the same module offset) in every frame. Groups come largest
+// no symbol, the same module offset) at the same line in every frame;
+// arguments and addresses may differ. Groups come largest
 // first, then by lowest thread id, so the order is stable.
 func GroupThreads(threads []*Thread) []Group {
 	index := map[string]int{}
@@ -48,6 +49,10 @@ func stackKey(st []Frame) string {
 			b.WriteString(f.Func)
 		} else {
 			b.WriteString(strconv.FormatUint(f.Offset, 16))
+		}
+		if f.Line != 0 {
+			b.WriteByte(':')
+			b.WriteString(strconv.Itoa(f.Line))
 		}
 		if f.Signal {
 			b.WriteString("<signal>")
