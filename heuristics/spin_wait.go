@@ -134,8 +134,10 @@ func asSpinner(a *Analysis, f threadFacts, cpuEvidence bool) (spinner, bool) {
 		// at least three samples, pinned to a CPU.
 		return s, f.exact && len(f.samples) >= 3 && s.cpu >= 80
 	}
-	// One sample, or no CPU figures: only the loop's name speaks.
-	if !named {
+	// One sample, or no CPU figures: only the loop's name speaks, and not
+	// a Python function's (a dump of Python frames alone does not say
+	// whether C code under them blocks).
+	if !named || isPyFrame(st[0]) {
 		return spinner{}, false
 	}
 	last := f.samples[len(f.samples)-1]
