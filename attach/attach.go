@@ -26,6 +26,9 @@ type Options struct {
 	// number (from 1), the number of samples, and the threads and
 	// processes read so far.
 	Progress func(sample, samples, threads, processes int)
+	// Threads also reads the OS threads of a Go process (whose Threads
+	// are its goroutines) into Process.OSThreads.
+	Threads bool
 }
 
 func (o *Options) defaults() {
@@ -113,6 +116,9 @@ func AttachStats(ctx context.Context, pids []int, opts Options) (*stacks.Snapsho
 		if err := tg.finish(wall); err != nil {
 			return nil, Stats{}, err
 		}
+		if tg.python != nil && tg.python.gil {
+			snap.Evidence.GIL = true // who holds the GIL was read (python.go)
+		}
 	}
 	return snap, Stats{Stops: s.stops, MaxHeld: s.maxHeld, Wall: wall}, nil
 }
@@ -158,6 +164,7 @@ func openTarget(pid int) (*target, error) {
 		threads: map[int]*threadAcc{}, symbols: map[uint64]stacks.Frame{},
 	}
 	tg.lineage()
+	tg.openGo()
 	return tg, nil
 }
 
@@ -172,6 +179,9 @@ func (tg *target) finish(wall time.Duration) error {
 	if tg.exited {
 		tg.proc.Exited = true
 		tg.proc.Notes = append(tg.proc.Notes, "the process exited during sampling; what was read before is shown")
+	}
+	if tg.golang != nil {
+		tg.golang.finish(wall)
 	}
 	for _, acc := range tg.threads {
 		acc.t.CPU = float64(acc.ticks) / clockTicks / wall.Seconds() * 100

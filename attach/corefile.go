@@ -161,12 +161,13 @@ func Core(path string, opts CoreOptions) (snap *stacks.Snapshot, err error) {
 		notes = append(notes, fmt.Sprintf("the core was written on signal %d (%s)", signal, unix.SignalName(unix.Signal(signal))))
 	}
 	proc.Notes = notes
+	gil := pythonInCore(proc, mods.space, mem) // Python frames (python.go)
 	return &stacks.Snapshot{
 		Schema:    stacks.Schema,
 		Source:    "core",
 		Taken:     taken,
 		Samples:   1,
-		Evidence:  stacks.Evidence{Owners: true, Syscalls: true},
+		Evidence:  stacks.Evidence{Owners: true, Syscalls: true, GIL: gil},
 		Processes: []*stacks.Process{proc},
 	}, nil
 }

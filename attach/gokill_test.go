@@ -1,6 +1,10 @@
 package attach_test
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -8,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hangdoc/hangdoc/attach"
 	"github.com/hangdoc/hangdoc/internal/patient"
 )
 
@@ -30,9 +35,12 @@ func TestKillDuringAttachGo(t *testing.T) {
 		t.Fatalf("go build panicker: %v\n%s", err, out)
 	}
 	p := patient.Start(t, exe)
+	requireGoPath(t, bin, p.Pid)
 
 	runs := 20
-	killed := killDuringAttach(t, bin, p.Pid, runs)
+	// Loading the Go binary's debug information takes about 300 ms here,
+	// the 20 samples some more: spread the kills over both.
+	killed := killDuringAttachWithin(t, bin, p.Pid, runs, 600*time.Millisecond)
 
 	if err := p.Signal(syscall.SIGUSR1); err != nil {
 		t.Fatalf("SIGUSR1: %v", err)
@@ -48,4 +56,74 @@ func TestKillDuringAttachGo(t *testing.T) {
 	}
 	first, _, _ := strings.Cut(stderr, "\n")
 	t.Logf("%d of %d runs killed mid-attach; then: exit status 2, %s", killed, runs, first)
+}
+
+// requireGoPath fails the test unless `hangdoc attach` reads pid as a Go
+// program (goroutines, the runtime's version): the kill test must kill
+// the Go path, not the native one.
+func requireGoPath(t *testing.T, bin string, pid int) {
+	t.Helper()
+	out, err := exec.Command(bin, "attach", "--samples", "1", "--format", "json", fmt.Sprint(pid)).Output()
+	if err != nil {
+		t.Fatalf("hangdoc attach %d: %v", pid, err)
+	}
+	var doc struct {
+		Processes []struct {
+			Runtime string `json:"runtime"`
+			Threads []struct {
+				Goroutine *struct{ ID int } `json:"goroutine"`
+			} `json:"threads"`
+		} `json:"processes"`
+	}
+	if err := json.Unmarshal(out, &doc); err != nil || len(doc.Processes) != 1 {
+		t.Fatalf("hangdoc attach --format json: %v\n%s", err, out)
+	}
+	p := doc.Processes[0]
+	if !strings.HasPrefix(p.Runtime, "go1.") || len(p.Threads) == 0 || p.Threads[0].Goroutine == nil {
+		t.Fatalf("hangdoc did not take the Go path: runtime %q, %d threads, first %+v", p.Runtime, len(p.Threads), p.Threads)
+	}
+}
+
+// TestGoAttachLeavesNoTrace: after attaches that read every goroutine and
+// OS thread of a Go program, its code is the same byte for byte (no
+// breakpoint was written, not even delve's panic hooks), no thread is
+// traced or stopped, and a panic it is asked for is an ordinary panic:
+// "panic: …" on stderr and exit status 2, not a SIGTRAP.
+func TestGoAttachLeavesNoTrace(t *testing.T) {
+	patient.RequirePtrace(t)
+	p := patient.Start(t, patient.BuildGo(t, "panicker"))
+	before, err := attach.TextSegment(p.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stops int
+	for i := 0; i < 5; i++ {
+		snap, st, err := attach.AttachStats(context.Background(), []int{p.Pid}, attach.Options{Samples: 3, Interval: 5 * time.Millisecond, Threads: i%2 == 0})
+		if err != nil {
+			t.Fatalf("attach %d: %v", i, err)
+		}
+		if pr := snap.Processes[0]; pr.Runtime == "" || len(pr.Threads) == 0 || pr.Threads[0].Goroutine == nil {
+			t.Fatalf("attach %d: not read as a Go program: runtime %q, notes %v", i, pr.Runtime, pr.Notes)
+		}
+		stops += st.Stops
+		checkReleased(t, p.Pid)
+	}
+	after, err := attach.TextSegment(p.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(before, after) {
+		t.Fatalf("the text segment changed (%d bytes): something was written into the program", len(before))
+	}
+	if stops == 0 {
+		t.Fatal("no thread was stopped: the test did not exercise the register captures")
+	}
+	if err := p.Signal(syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	ws := p.Wait(t, 10*time.Second)
+	if !ws.Exited() || ws.ExitStatus() != 2 || !strings.Contains(p.Stderr(), "panic: SIGUSR1 asked for a panic") {
+		t.Fatalf("after 5 attaches, the requested panic ended the program with %v (signaled=%v); stderr:\n%s", ws, ws.Signaled(), p.Stderr())
+	}
+	t.Logf("5 attaches, %d stops; %d bytes of text unchanged; then exit status 2", stops, len(before))
 }

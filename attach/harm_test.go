@@ -130,6 +130,14 @@ func TestKillDuringAttach(t *testing.T) {
 // fewer than half the runs were killed mid-way, and returns how many were.
 func killDuringAttach(t *testing.T, bin string, pid, runs int) int {
 	t.Helper()
+	return killDuringAttachWithin(t, bin, pid, runs, 120*time.Millisecond)
+}
+
+// killDuringAttachWithin is killDuringAttach with the kill spread over
+// window: a Go target takes longer to load (delve reads its DWARF) before
+// its samples start.
+func killDuringAttachWithin(t *testing.T, bin string, pid, runs int, window time.Duration) int {
+	t.Helper()
 	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
 	killed := 0
 	for i := 0; i < runs; i++ {
@@ -139,7 +147,7 @@ func killDuringAttach(t *testing.T, bin string, pid, runs int) int {
 		}
 		// Startup (module loading) takes some milliseconds; sampling the
 		// 20 rounds some more: spread the kill over both.
-		time.Sleep(time.Duration(rng.Intn(120)) * time.Millisecond)
+		time.Sleep(time.Duration(rng.Int63n(int64(window))))
 		cmd.Process.Kill()
 		err := cmd.Wait()
 		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {

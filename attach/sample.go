@@ -34,6 +34,11 @@ type target struct {
 	// sockets caches the addresses of socket inodes: a thousand threads
 	// in recv must not read /proc/net's tables a thousand times a sample.
 	sockets map[string]string
+	// golang is set for a Go program: its goroutines are read instead of
+	// its threads (golang.go).
+	golang *goTarget
+	// python is the CPython interpreter read after each sample (python.go).
+	python *pyTarget
 }
 
 // threadAcc accumulates one thread's samples.
@@ -62,6 +67,10 @@ type sampler struct {
 
 // sampleTarget takes one sample of every thread of tg.
 func (s *sampler) sampleTarget(tg *target, first bool) {
+	if tg.golang != nil {
+		s.sampleGo(tg, first)
+		return
+	}
 	// A pid whose process started at another time is a new process that
 	// reused it: the one we came for has exited.
 	if st, err := readStat(tg.pid, tg.pid); err != nil || st.StartT != tg.stat.StartT {
@@ -105,7 +114,9 @@ func (s *sampler) sampleTarget(tg *target, first bool) {
 	}
 	if alive == 0 {
 		tg.exited = true
+		return
 	}
+	tg.readPython()
 }
 
 // stackOf reads one thread's stack, stopping it only when /proc cannot

@@ -8,6 +8,7 @@ package heuristics_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hangdoc/hangdoc/attach"
 	"github.com/hangdoc/hangdoc/heuristics"
 	"github.com/hangdoc/hangdoc/internal/patient"
 	"github.com/hangdoc/hangdoc/stacks"
@@ -204,28 +206,47 @@ func TestGoPatientDumps(t *testing.T) {
 }
 
 // TestGoPatientsLive builds each patient with the machine's go, runs it
-// until it is stuck, takes its goroutine dump with SIGQUIT and checks
-// the verdict on it: the same as on the committed dump, from a program
-// built now.
+// until it is stuck, attaches to it (the live goroutine reader, through
+// delve, read-only) and checks the verdict; then it takes the same
+// process's goroutine dump with SIGQUIT and checks that the dump, as
+// `hangdoc analyze` reads it, gets the same id and names the same
+// goroutines.
 func TestGoPatientsLive(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the Go patients")
 	}
+	patient.RequirePtrace(t)
 	for _, e := range goPatients {
 		t.Run(e.patient, func(t *testing.T) {
 			bin := patient.BuildGo(t, e.patient)
+			p := patient.StartGo(t, bin, append([]string{"GOTRACEBACK=all"}, e.env...)...)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
 			start := time.Now()
-			dump := patient.GoDump(t, bin, 600*time.Millisecond, e.env...)
-			taken := time.Since(start)
-			snap, _, err := stacks.ParseGoroutines(bytes.NewReader(dump))
+			snap, err := attach.Attach(ctx, []int{p.Pid}, liveOpts)
 			if err != nil {
-				t.Fatal(err)
+				t.Fatalf("attach: %v", err)
+			}
+			took := time.Since(start)
+			if rt := snap.Processes[0].Runtime; !strings.HasPrefix(rt, "go1.") {
+				t.Fatalf("attach did not take the Go path: runtime %q", rt)
 			}
 			many := 10000 // the patient's default
-			parse := time.Now()
-			top := checkGoPatient(t, e, snap, many)
-			t.Logf("%s %s (%d KB dump taken in %v, diagnosed in %v): %s", top.ID, top.Confidence, len(dump)>>10,
-				taken.Round(time.Millisecond), time.Since(parse).Round(time.Millisecond), top.Summary)
+			live := checkGoPatient(t, e, snap, many)
+			t.Logf("attach (%v): %s %s: %s", took.Round(time.Millisecond), live.ID, live.Confidence, live.Summary)
+
+			dump := p.QuitDump(t)
+			dsnap, _, format, err := stacks.Parse(bytes.NewReader(dump), "")
+			if err != nil || format != "goroutines" {
+				t.Fatalf("parse the dump: format %q, %v", format, err)
+			}
+			fromDump := checkGoPatient(t, e, dsnap, many)
+			if fromDump.ID != live.ID {
+				t.Errorf("the dump says %s, the live attach %s", fromDump.ID, live.ID)
+			}
+			if e.id != "" && e.many == 0 && fmt.Sprint(fromDump.Tids) != fmt.Sprint(live.Tids) {
+				t.Errorf("the dump names goroutines %v, the live attach %v", fromDump.Tids, live.Tids)
+			}
 		})
 	}
 }

@@ -117,6 +117,9 @@ func asSpinner(a *Analysis, f threadFacts, cpuEvidence bool) (spinner, bool) {
 	if f.kind != wkRunning && f.kind != wkUnknown {
 		return spinner{}, false
 	}
+	if g := f.t.Goroutine; g != nil && g.Status != "running" {
+		return spinner{}, false // runnable at runtime.gopark: just woken, not spinning
+	}
 	st := f.lastStack()
 	if len(st) == 0 {
 		return spinner{}, false

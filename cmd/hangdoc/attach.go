@@ -21,6 +21,7 @@ type attachOptions struct {
 	samples  int
 	interval time.Duration
 	tree     bool
+	threads  bool
 	reportOptions
 }
 
@@ -42,6 +43,10 @@ process holding the other end, and the report links a process to the stuck
 one it waits on ("pid 4120 waits for its child pid 4121, which is stuck in
 fork-inherited-lock: …"). With --tree, descendants that exit or cannot be read
 are left out, and said so on stderr.
+
+A Go program is read goroutine by goroutine (as its SIGQUIT dump shows them):
+each thread is stopped only to copy its registers, then the goroutines are
+read from memory while it runs; --threads adds its OS threads.
 
 Needs ptrace permission over the target: root, or CAP_SYS_PTRACE.`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -65,6 +70,7 @@ Needs ptrace permission over the target: root, or CAP_SYS_PTRACE.`,
 	f.IntVar(&opts.samples, "samples", 3, "how many times to sample every thread")
 	f.DurationVar(&opts.interval, "interval", 500*time.Millisecond, "time between samples")
 	f.BoolVar(&opts.tree, "tree", false, "also sample every descendant of each PID (the whole process tree)")
+	f.BoolVar(&opts.threads, "threads", false, "for a Go program, also show its OS threads (its goroutines are shown either way)")
 	opts.addFlags(cmd)
 	return cmd
 }
@@ -84,7 +90,7 @@ func runAttach(ctx context.Context, opts *attachOptions, ios *ioStreams) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	pr := newProgress(ios.errOut)
-	aopts := attach.Options{Samples: opts.samples, Interval: opts.interval, Progress: pr.update}
+	aopts := attach.Options{Samples: opts.samples, Interval: opts.interval, Progress: pr.update, Threads: opts.threads}
 	var snap *stacks.Snapshot
 	if opts.tree {
 		snap, err = attachDescendants(ctx, opts.pids, aopts, ios)

@@ -93,6 +93,14 @@ func GoDump(t testing.TB, bin string, settle time.Duration, env ...string) []byt
 	t.Helper()
 	p := StartGo(t, bin, append([]string{"GOTRACEBACK=all"}, env...)...)
 	time.Sleep(settle)
+	return p.QuitDump(t)
+}
+
+// QuitDump sends SIGQUIT to a Go patient started by StartGo (with
+// GOTRACEBACK=all in env to see every goroutine) and returns the
+// goroutine dump the runtime wrote on stderr before exiting.
+func (p *Proc) QuitDump(t testing.TB) []byte {
+	t.Helper()
 	if err := p.Signal(syscall.SIGQUIT); err != nil {
 		t.Fatalf("patient %d: SIGQUIT: %v", p.Pid, err)
 	}

@@ -1,0 +1,207 @@
+package attach
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hangdoc/hangdoc/attach/goproc"
+	"github.com/hangdoc/hangdoc/stacks"
+)
+
+// goTarget is a Go process read goroutine by goroutine: its threads are
+// stopped only to copy their registers, then delve (over a read-only
+// backend, attach/goproc) walks the goroutines from memory while the
+// process runs.
+type goTarget struct {
+	reader     *goproc.Reader
+	goroutines map[int]*stacks.Thread // by goroutine id, across samples
+	osThreads  map[int]*threadAcc
+	samples    int
+}
+
+// openGo switches tg to the Go path when its executable is a Go program
+// whose debug information loads; otherwise tg stays on the native path
+// and a note says why.
+func (tg *target) openGo() {
+	if _, ok := goproc.Version(procPath(tg.pid, "exe")); !ok {
+		return
+	}
+	r, err := goproc.Open(tg.pid)
+	if err != nil {
+		tg.proc.Notes = append(tg.proc.Notes, fmt.Sprintf("goroutines not read, OS threads shown instead: %v", err))
+		return
+	}
+	tg.golang = &goTarget{reader: r, goroutines: map[int]*stacks.Thread{}, osThreads: map[int]*threadAcc{}}
+	tg.proc.Runtime = r.GoVersion()
+}
+
+// sampleGo takes one sample of a Go process: every OS thread's registers
+// under its own bounded stop (each thread is let go before the next is
+// stopped), then every goroutine read from memory.
+func (s *sampler) sampleGo(tg *target, first bool) {
+	gt := tg.golang
+	if st, err := readStat(tg.pid, tg.pid); err != nil || st.StartT != tg.stat.StartT {
+		tg.exited = true
+		return
+	}
+	tids, err := listTasks(tg.pid)
+	if err != nil {
+		tg.exited = true
+		return
+	}
+	var regs []goproc.ThreadRegs
+	states := map[int]taskStat{}
+	for _, tid := range tids {
+		st, err := readStat(tg.pid, tid)
+		if err != nil || st.State == 'Z' || st.State == 'X' {
+			continue
+		}
+		states[tid] = st
+		r, err := s.stopRegs(tg, tid)
+		if err != nil {
+			addNote(&tg.proc.Notes, err.Error())
+			continue
+		}
+		regs = append(regs, goproc.ThreadRegs{Tid: tid, Regs: r})
+	}
+	if len(regs) == 0 {
+		if len(states) == 0 {
+			tg.exited = true
+		}
+		return
+	}
+	res, err := gt.reader.Read(regs, goproc.Options{MaxDepth: s.opts.MaxDepth, Threads: s.opts.Threads})
+	if err != nil {
+		if threadGone(tg.pid, tg.pid) {
+			tg.exited = true
+			return
+		}
+		if gt.samples == 0 {
+			// No goroutine could be read: show the OS threads instead.
+			tg.proc.Notes = append(tg.proc.Notes, fmt.Sprintf("goroutines not read, OS threads shown instead: %v", err))
+			tg.proc.Runtime, tg.golang = "", nil
+			s.sampleTarget(tg, first)
+			return
+		}
+		addNote(&tg.proc.Notes, fmt.Sprintf("sample %d: %v", gt.samples+1, err))
+		return
+	}
+	gt.samples++
+	for _, n := range res.Notes {
+		addNote(&tg.proc.Notes, n)
+	}
+	seen := map[int]bool{}
+	for _, g := range res.Goroutines {
+		seen[g.Tid] = true
+		th := gt.goroutines[g.Tid]
+		if th == nil {
+			th = &stacks.Thread{Tid: g.Tid, Name: g.Name}
+			if !first {
+				th.Notes = append(th.Notes, "goroutine started during sampling")
+			}
+			gt.goroutines[g.Tid] = th
+			tg.proc.Threads = append(tg.proc.Threads, th)
+		}
+		th.State, th.Stack, th.Goroutine = g.State, g.Stack, g.Goroutine
+		for _, n := range g.Notes {
+			addNote(&th.Notes, n)
+		}
+		th.Samples = append(th.Samples, stacks.Sample{State: g.State, Stack: g.Stack})
+	}
+	for id, th := range gt.goroutines {
+		if !seen[id] {
+			addNote(&th.Notes, "goroutine exited during sampling")
+		}
+	}
+	if s.opts.Threads {
+		s.goOSThreads(tg, states, res.OSThreads, first)
+	}
+}
+
+// goOSThreads records the OS threads of a Go process (--threads), their
+// stacks unwound by delve from the registers of this sample.
+func (s *sampler) goOSThreads(tg *target, states map[int]taskStat, frames map[int][]stacks.Frame, first bool) {
+	gt := tg.golang
+	for tid, st := range states {
+		acc := gt.osThreads[tid]
+		if acc != nil && acc.startT != st.StartT {
+			acc = nil // a new thread reused the tid
+		}
+		if acc == nil {
+			acc = &threadAcc{t: &stacks.Thread{Tid: tid}, startT: st.StartT, lastTicks: st.Ticks}
+			if !first {
+				acc.t.Notes = append(acc.t.Notes, "thread started during sampling")
+			}
+			gt.osThreads[tid] = acc
+			tg.proc.OSThreads = append(tg.proc.OSThreads, acc.t)
+		}
+		delta := st.Ticks - acc.lastTicks
+		acc.lastTicks, acc.ticks = st.Ticks, acc.ticks+delta
+		acc.t.Name, acc.t.State = st.Name, string(st.State)
+		acc.t.Stack = frames[tid]
+		acc.t.Samples = append(acc.t.Samples, stacks.Sample{State: string(st.State), CPUTicks: delta, Stack: acc.t.Stack})
+	}
+}
+
+// finishGo computes the OS threads' CPU once sampling is over.
+func (gt *goTarget) finish(wall time.Duration) {
+	for _, acc := range gt.osThreads {
+		acc.t.CPU = float64(acc.ticks) / clockTicks / wall.Seconds() * 100
+	}
+}
+
+// stopRegs copies one thread's registers under a bounded ptrace stop on
+// the sampler's tracer, as stop does, and lets the thread go at once.
+func (s *sampler) stopRegs(tg *target, tid int) (unix.PtraceRegs, error) {
+	var (
+		regs unix.PtraceRegs
+		held time.Duration
+		err  error
+	)
+	s.tracer.do(func() { regs, held, err = regsOnThisThread(tid, s.opts.StopTimeout) })
+	s.stops++
+	if held > s.maxHeld {
+		s.maxHeld = held
+	}
+	switch {
+	case err == errStopTimeout:
+		s.tracer.close() // releases the thread still seized (see tracer)
+		s.tracer = newTracer()
+		return regs, fmt.Errorf("thread %d did not stop within %v; let go, goroutines it ran may be shown as last parked", tid, s.opts.StopTimeout)
+	case err != nil && isPermission(err):
+		return regs, fmt.Errorf("thread %d could not be stopped (%v): is another debugger attached? (`grep TracerPid /proc/%d/status`)", tid, err, tg.pid)
+	}
+	return regs, err
+}
+
+// regsOnThisThread is stopOnThisThread without the stack copy: seize,
+// interrupt, wait (bounded), PTRACE_GETREGS, detach. Nothing is written
+// and no ptrace option is set.
+func regsOnThisThread(tid int, timeout time.Duration) (unix.PtraceRegs, time.Duration, error) {
+	var regs unix.PtraceRegs
+	if err := unix.PtraceSeize(tid); err != nil {
+		return regs, 0, fmt.Errorf("seize thread %d: %w", tid, err)
+	}
+	start := time.Now()
+	if err := unix.PtraceInterrupt(tid); err != nil {
+		detach(tid, 0)
+		return regs, 0, fmt.Errorf("interrupt thread %d: %w", tid, err)
+	}
+	pending, err := waitStop(tid, timeout)
+	if err != nil {
+		return regs, time.Since(start), err // still seized: the caller abandons the tracer
+	}
+	err = unix.PtraceGetRegs(tid, &regs)
+	derr := detach(tid, pending)
+	held := time.Since(start)
+	if err != nil {
+		return regs, held, fmt.Errorf("registers of thread %d: %w", tid, err)
+	}
+	if derr != nil && !errors.Is(derr, unix.ESRCH) {
+		return regs, held, fmt.Errorf("detach thread %d: %w", tid, derr)
+	}
+	return regs, held, nil
+}
