@@ -57,11 +57,14 @@ func findGILDeadlocks(a *Analysis) []gilFinding {
 		var holders, waiters []ThreadRef
 		for _, t := range p.Threads {
 			switch {
+			case waitsForGIL(t):
+				// before the running check: take_gil wakes every switch
+				// interval (5 ms) to ask for the GIL, so a waiter is
+				// sometimes caught running
+				waiters = append(waiters, ThreadRef{Proc: p, Thread: t})
 			case a.running(t) && (a.Snap.Evidence.CPU || !t.HoldsGIL):
 				// py-spy calls every GIL holder "active+gil", running or
 				// not: without CPU figures that is no proof it runs
-			case waitsForGIL(t):
-				waiters = append(waiters, ThreadRef{Proc: p, Thread: t})
 			case gilHolderBlocked(a, t):
 				holders = append(holders, ThreadRef{Proc: p, Thread: t})
 			}

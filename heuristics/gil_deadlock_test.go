@@ -77,6 +77,17 @@ func TestGILDeadlockLive(t *testing.T) {
 	}
 }
 
+// take_gil wakes every switch interval (5 ms) to ask for the GIL: a
+// sample may catch the waiter running, with a few CPU ticks. It is still
+// the GIL waiter (a live attach missed the deadlock once in eight runs).
+func TestGILDeadlockWaiterCaughtRunning(t *testing.T) {
+	h := on(gilHolder(true), named(lockWait(0x7f0010, 8002, 0), "ext_mutex"))
+	w := on(gilWaiter(), futexWait(0xa5b8f0))
+	w.Samples[1].State, w.Samples[1].CPUTicks = "R", 2
+	d := one(t, "gil-deadlock", live(proc(8001, h, w)))
+	sameInts(t, "tids", d.Tids, 8001, 8002)
+}
+
 // The mutex's owner is a thread that does not wait for the GIL: a plain
 // lock wait, not this.
 func TestGILDeadlockOwnerElsewhere(t *testing.T) {
