@@ -43,13 +43,8 @@ func (tg *target) openGo() {
 // stopped), then every goroutine read from memory.
 func (s *sampler) sampleGo(tg *target, first bool) {
 	gt := tg.golang
-	if st, err := readStat(tg.pid, tg.pid); err != nil || st.StartT != tg.stat.StartT {
-		tg.exited = true
-		return
-	}
-	tids, err := listTasks(tg.pid)
-	if err != nil {
-		tg.exited = true
+	tids, ok := tg.tasks()
+	if !ok {
 		return
 	}
 	var regs []goproc.ThreadRegs

@@ -1,12 +1,10 @@
 package attach_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,64 +17,12 @@ import (
 	"github.com/hangdoc/hangdoc/stacks"
 )
 
-// goPatient is a Go patient of testdata/gorun: it prints "stuck" (not
-// patient.Start's "ready") once stuck, and its goroutine dump on SIGQUIT.
-type goPatient struct {
-	Pid    int
-	cmd    *exec.Cmd
-	stderr bytes.Buffer // written by cmd until it exits
-}
-
-// startGo builds and starts a Go patient and waits until it is stuck.
-func startGo(t *testing.T, name string, env ...string) *goPatient {
+// startGo builds and starts a Go patient of testdata/gorun and waits
+// until it is stuck.
+func startGo(t *testing.T, name string, env ...string) *patient.Proc {
 	t.Helper()
 	patient.RequirePtrace(t)
-	p := &goPatient{cmd: exec.Command(patient.BuildGo(t, name))}
-	p.cmd.Env = append(os.Environ(), env...)
-	p.cmd.Stderr = &p.stderr
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stdout, err := p.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	patient.StartKept(t, p.cmd)
-	p.Pid = p.cmd.Process.Pid
-	stuck := make(chan bool, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if sc.Text() == "stuck" {
-				stuck <- true
-			}
-		}
-		close(stuck)
-	}()
-	select {
-	case ok := <-stuck:
-		if !ok {
-			t.Fatalf("%s exited before it was stuck", name)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%s not stuck within 10s", name)
-	}
-	return p
-}
-
-func (p *goPatient) Signal(sig syscall.Signal) error { return syscall.Kill(p.Pid, sig) }
-
-func (p *goPatient) Tasks() (map[int]string, error) { return patient.Tasks(p.Pid) }
-
-// Wait waits for the patient to exit and returns its stderr.
-func (p *goPatient) Wait(t *testing.T, timeout time.Duration) string {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- p.cmd.Wait() }()
-	select {
-	case <-done:
-	case <-time.After(timeout):
-		t.Fatalf("patient %d still running %v after it was due to exit", p.Pid, timeout)
-	}
-	return p.stderr.String()
+	return patient.StartGo(t, patient.BuildGo(t, name), env...)
 }
 
 // attachGo reads a Go patient live and checks what every Go read must
@@ -107,15 +53,12 @@ func attachGo(t *testing.T, pid int, opts attach.Options) *stacks.Process {
 
 // sigquitDump makes the patient print its goroutine dump (SIGQUIT) and
 // parses it: an independent reading of the same goroutines.
-func sigquitDump(t *testing.T, p *goPatient) *stacks.Process {
+func sigquitDump(t *testing.T, p *patient.Proc) *stacks.Process {
 	t.Helper()
-	if err := p.Signal(syscall.SIGQUIT); err != nil {
-		t.Fatal(err)
-	}
-	stderr := p.Wait(t, 10*time.Second)
-	snap, _, err := stacks.ParseGoroutines(strings.NewReader(stderr))
+	dump := p.QuitDump(t)
+	snap, _, err := stacks.ParseGoroutines(bytes.NewReader(dump))
 	if err != nil {
-		t.Fatalf("parse the SIGQUIT dump: %v\n%s", err, stderr)
+		t.Fatalf("parse the SIGQUIT dump: %v\n%s", err, dump)
 	}
 	return snap.Processes[0]
 }
@@ -471,11 +414,8 @@ func TestGoExitMidSample(t *testing.T) {
 // shown instead, and a note says why.
 func TestGoWithoutDWARF(t *testing.T) {
 	patient.RequirePtrace(t)
-	p := &goPatient{cmd: exec.Command(patient.BuildGo(t, "abba", "-ldflags=-w"))}
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	patient.StartKept(t, p.cmd)
-	time.Sleep(500 * time.Millisecond)
-	snap, err := attach.Attach(context.Background(), []int{p.cmd.Process.Pid}, attach.Options{Samples: 1})
+	p := patient.StartGo(t, patient.BuildGo(t, "abba", "-ldflags=-w"))
+	snap, err := attach.Attach(context.Background(), []int{p.Pid}, attach.Options{Samples: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -71,15 +71,8 @@ func (s *sampler) sampleTarget(tg *target, first bool) {
 		s.sampleGo(tg, first)
 		return
 	}
-	// A pid whose process started at another time is a new process that
-	// reused it: the one we came for has exited.
-	if st, err := readStat(tg.pid, tg.pid); err != nil || st.StartT != tg.stat.StartT {
-		tg.exited = true
-		return
-	}
-	tids, err := listTasks(tg.pid)
-	if err != nil {
-		tg.exited = true
+	tids, ok := tg.tasks()
+	if !ok {
 		return
 	}
 	alive := 0
@@ -117,6 +110,22 @@ func (s *sampler) sampleTarget(tg *target, first bool) {
 		return
 	}
 	tg.readPython()
+}
+
+// tasks lists the target's threads, or marks it exited and says false
+// when it is gone. A pid whose process started at another time is a new
+// process that reused it: the one we came for has exited.
+func (tg *target) tasks() ([]int, bool) {
+	if st, err := readStat(tg.pid, tg.pid); err != nil || st.StartT != tg.stat.StartT {
+		tg.exited = true
+		return nil, false
+	}
+	tids, err := listTasks(tg.pid)
+	if err != nil {
+		tg.exited = true
+		return nil, false
+	}
+	return tids, true
 }
 
 // stackOf reads one thread's stack, stopping it only when /proc cannot

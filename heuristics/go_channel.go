@@ -128,13 +128,7 @@ func goChannelReached(users []*gor, g *gor) bool {
 }
 
 func matchGoChannelNoPartner(a *Analysis) []Diagnosis {
-	var ds []Diagnosis
-	for _, gp := range goProcs(a) {
-		for _, o := range goOrphanedChannels(gp) {
-			ds = append(ds, goOrphanDiagnosis(o))
-		}
-	}
-	return ds
+	return perGoProc(a, goOrphanedChannels, func(_ *goProc, o goOrphan) Diagnosis { return goOrphanDiagnosis(o) })
 }
 
 func goOrphanDiagnosis(o goOrphan) Diagnosis {

@@ -426,3 +426,15 @@ func runtimeMessage(p *stacks.Process) string {
 	}
 	return p.Message
 }
+
+// perGoProc runs find over each Go process of the snapshot and turns
+// each finding into a diagnosis.
+func perGoProc[T any](a *Analysis, find func(*goProc) []T, diagnose func(*goProc, T) Diagnosis) []Diagnosis {
+	var ds []Diagnosis
+	for _, gp := range goProcs(a) {
+		for _, f := range find(gp) {
+			ds = append(ds, diagnose(gp, f))
+		}
+	}
+	return ds
+}

@@ -96,13 +96,7 @@ func goLeaks(gp *goProc) []goLeak {
 }
 
 func matchGoLeak(a *Analysis) []Diagnosis {
-	var ds []Diagnosis
-	for _, gp := range goProcs(a) {
-		for _, l := range goLeaks(gp) {
-			ds = append(ds, goLeakDiagnosis(gp, l))
-		}
-	}
-	return ds
+	return perGoProc(a, goLeaks, goLeakDiagnosis)
 }
 
 func goLeakDiagnosis(gp *goProc, l goLeak) Diagnosis {

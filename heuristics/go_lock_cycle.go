@@ -173,13 +173,7 @@ const goLockFix = "Lock these mutexes in one fixed order everywhere: where code 
 
 // matchGoLockCycle gives lock-order-cycle for goroutines.
 func matchGoLockCycle(a *Analysis) []Diagnosis {
-	var ds []Diagnosis
-	for _, gp := range goProcs(a) {
-		for _, c := range goLockCycles(gp) {
-			ds = append(ds, goLockCycleDiagnosis(gp, c))
-		}
-	}
-	return ds
+	return perGoProc(a, goLockCycles, goLockCycleDiagnosis)
 }
 
 func goLockCycleDiagnosis(gp *goProc, c goLockCycle) Diagnosis {

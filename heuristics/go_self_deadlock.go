@@ -78,13 +78,7 @@ func goSelfDeadlocks(gp *goProc) []goSelf {
 
 // matchGoSelfDeadlock gives self-deadlock for goroutines.
 func matchGoSelfDeadlock(a *Analysis) []Diagnosis {
-	var ds []Diagnosis
-	for _, gp := range goProcs(a) {
-		for _, s := range goSelfDeadlocks(gp) {
-			ds = append(ds, goSelfDiagnosis(gp, s))
-		}
-	}
-	return ds
+	return perGoProc(a, goSelfDeadlocks, goSelfDiagnosis)
 }
 
 func goSelfDiagnosis(gp *goProc, s goSelf) Diagnosis {

@@ -111,13 +111,7 @@ func goEntry(g *gor) string {
 }
 
 func matchGoWaitGroupNeverDone(a *Analysis) []Diagnosis {
-	var ds []Diagnosis
-	for _, gp := range goProcs(a) {
-		for _, s := range goStuckWaitGroups(gp) {
-			ds = append(ds, goWaitGroupDiagnosis(gp, s))
-		}
-	}
-	return ds
+	return perGoProc(a, goStuckWaitGroups, goWaitGroupDiagnosis)
 }
 
 func goWaitGroupDiagnosis(gp *goProc, s goStuckWG) Diagnosis {

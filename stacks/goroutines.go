@@ -373,7 +373,7 @@ func (p *goParser) header(l textLine) bool {
 			// thread"); the crash section of its M prints it in full.
 			old.Notes = nil
 			old.Goroutine = g
-			old.State = goState(g.Status)
+			old.State = GoroutineState(g.Status)
 			p.setCur(old, false)
 			return true
 		case p.sawSep && gp:
@@ -386,7 +386,7 @@ func (p *goParser) header(l textLine) bool {
 			p.startProcess()
 		}
 	}
-	th := &Thread{Tid: id, Name: "goroutine " + strconv.Itoa(id), State: goState(g.Status), Goroutine: g}
+	th := &Thread{Tid: id, Name: "goroutine " + strconv.Itoa(id), State: GoroutineState(g.Status), Goroutine: g}
 	if id == 0 && m != "" && m != "nil" {
 		th.Name += " (m" + m + ")" // the scheduler stack of one M
 	}
@@ -426,8 +426,10 @@ func parseGoStatus(s string, g *Goroutine) {
 	g.Status = strings.Join(status, ", ")
 }
 
-// goState is the Linux state letter nearest a goroutine status.
-func goState(status string) string {
+// GoroutineState is the Linux state letter nearest a goroutine status:
+// what a goroutine dump and a live read of a Go process give as
+// Thread.State.
+func GoroutineState(status string) string {
 	switch status {
 	case "running", "runnable", "preempted", "copystack":
 		return "R"

@@ -193,7 +193,7 @@ func (r *Reader) Read(regs []ThreadRegs, opts Options) (*Result, error) {
 				gr.Object = addr - uint64(r.rt.semaOffset(gr.Status))
 			}
 		}
-		th := &stacks.Thread{Tid: gr.ID, Name: "goroutine " + strconv.Itoa(gr.ID), State: goState(gr.Status), Goroutine: gr}
+		th := &stacks.Thread{Tid: gr.ID, Name: "goroutine " + strconv.Itoa(gr.ID), State: stacks.GoroutineState(gr.Status), Goroutine: gr}
 		frames, err := r.stacktrace(g, opts.MaxDepth)
 		th.Stack = framesOf(frames)
 		if g.Thread == nil {
@@ -288,18 +288,6 @@ func frameOf(loc proc.Location) stacks.Frame {
 		fr.Func = loc.Fn.Name
 	}
 	return fr
-}
-
-// goState is the Linux state letter nearest a goroutine status, as the
-// goroutine dump parser gives it.
-func goState(status string) string {
-	switch status {
-	case "running", "runnable", "preempted", "copystack":
-		return "R"
-	case "dead":
-		return "X"
-	}
-	return "S"
 }
 
 func addNote(notes *[]string, n string) {

@@ -2,9 +2,6 @@ package patient
 
 import (
 	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -26,50 +23,7 @@ const goStderrMax = 64 << 20
 // the test binary. Stderr keeps everything the patient writes.
 func StartGo(t testing.TB, bin string, env ...string) *Proc {
 	t.Helper()
-	rd, wr, err := os.Pipe()
-	if err != nil {
-		t.Fatalf("patient: %v", err)
-	}
-	p := &Proc{Argv: []string{bin}, stderr: &capBuffer{max: goStderrMax}, notify: make(chan struct{}, 1)}
-	p.cmd = exec.Command(bin)
-	p.cmd.Env = append(goPatientEnv(), env...)
-	p.cmd.Stdout = wr
-	p.cmd.Stderr = p.stderr
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	p.cmd.WaitDelay = 5 * time.Second
-	// As in start: fork from a thread kept until the patient is reaped,
-	// so that Pdeathsig does not fire when some test ends its thread.
-	started := make(chan error, 1)
-	p.release = make(chan struct{})
-	go func() {
-		runtime.LockOSThread()
-		err := p.cmd.Start()
-		started <- err
-		if err == nil {
-			<-p.release
-		}
-		runtime.UnlockOSThread()
-	}()
-	if err := <-started; err != nil {
-		rd.Close()
-		wr.Close()
-		t.Fatalf("patient: start %s: %v", bin, err)
-	}
-	wr.Close()
-	p.Pid = p.cmd.Process.Pid
-	t.Cleanup(func() { p.Kill(t) })
-	go p.readLines(rd)
-	deadline := time.Now().Add(readyTimeout)
-	line, err := p.NextLine(readyTimeout)
-	for err == nil && line != "stuck" {
-		p.early = append(p.early, line)
-		line, err = p.NextLine(max(time.Until(deadline), time.Millisecond))
-	}
-	if err != nil {
-		p.Kill(t)
-		t.Fatalf("patient %s (pid %d): no \"stuck\" line: %v\nstderr:\n%s", filepath.Base(bin), p.Pid, err, p.Stderr())
-	}
-	return p
+	return launch(t, launchSpec{argv: []string{bin}, env: append(goPatientEnv(), env...), stderrMax: goStderrMax, ready: "stuck"})
 }
 
 // goPatientEnv is the test's environment without the variables that

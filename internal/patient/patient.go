@@ -282,6 +282,26 @@ func Start(t testing.TB, argv ...string) *Proc {
 // start is Start, run in the directory dir ("" for the test's own).
 func start(t testing.TB, dir string, argv []string) *Proc {
 	t.Helper()
+	return launch(t, launchSpec{argv: argv, dir: dir, stderrMax: 64 << 10, ready: "ready", settle: true})
+}
+
+// launchSpec says how launch runs a patient.
+type launchSpec struct {
+	argv      []string
+	dir       string
+	env       []string // nil: the test's environment
+	stderrMax int      // stderr kept, its last bytes
+	ready     string   // the line that says the patient is in its state
+	// settle waits, after the ready line, for the patient's threads to
+	// sleep (a C or Python patient's last thread still has to reach its
+	// wait).
+	settle bool
+}
+
+// launch starts a patient and waits for its ready line (see Start).
+func launch(t testing.TB, spec launchSpec) *Proc {
+	t.Helper()
+	argv := spec.argv
 	if len(argv) == 0 {
 		t.Fatal("patient.Start: no command")
 	}
@@ -289,9 +309,10 @@ func start(t testing.TB, dir string, argv []string) *Proc {
 	if err != nil {
 		t.Fatalf("patient: %v", err)
 	}
-	p := &Proc{Argv: argv, stderr: &capBuffer{max: 64 << 10}, notify: make(chan struct{}, 1)}
+	p := &Proc{Argv: argv, stderr: &capBuffer{max: spec.stderrMax}, notify: make(chan struct{}, 1)}
 	p.cmd = exec.Command(argv[0], argv[1:]...)
-	p.cmd.Dir = dir
+	p.cmd.Dir = spec.dir
+	p.cmd.Env = spec.env
 	p.cmd.Stdout = wr
 	p.cmd.Stderr = p.stderr
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{
@@ -326,17 +347,20 @@ func start(t testing.TB, dir string, argv []string) *Proc {
 
 	deadline := time.Now().Add(readyTimeout)
 	line, err := p.NextLine(readyTimeout)
-	for err == nil && line != "ready" {
+	for err == nil && line != spec.ready {
 		p.early = append(p.early, line)
 		line, err = p.NextLine(max(time.Until(deadline), time.Millisecond))
 	}
 	if err != nil {
 		p.Kill(t) // reaped: its stderr is complete
-		t.Fatalf("patient %s (pid %d): no \"ready\" line: %v\nstderr:\n%s", filepath.Base(argv[0]), p.Pid, err, p.Stderr())
+		t.Fatalf("patient %s (pid %d): no %q line: %v\nstderr:\n%s", filepath.Base(argv[0]), p.Pid, spec.ready, err, p.Stderr())
 	}
-	// The thread that printed "ready" still has to reach its own wait:
-	// give it (not a busy patient's runners) a moment to get there.
-	p.Settle(settleTimeout)
+	if spec.settle {
+		// The thread that printed "ready" still has to reach its own
+		// wait: give it (not a busy patient's runners) a moment to get
+		// there.
+		p.Settle(settleTimeout)
+	}
 	return p
 }
 
