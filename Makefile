@@ -14,11 +14,19 @@ build:
 test:
 	$(GO) test -timeout $(TIMEOUT) ./...
 
-# Go benchmarks (unwinding, module loading, parsing), then the freeze table:
+# dlv, for the Go freeze benchmark's comparison, built from the module
+# cache so that hangdoc's go.sum stays as it is.
+DLV ?= /tmp/hangdoc-dlv
+$(DLV):
+	cd $$($(GO) env GOMODCACHE)/github.com/go-delve/delve@v1.27.2 && $(GO) build -o $(DLV) ./cmd/dlv || \
+		echo "dlv not built: BenchmarkGoFreeze will skip it"
+
+# Go benchmarks (unwinding, module loading, parsing, the freeze of a Go
+# program with 10,000 goroutines against dlv), then the freeze table:
 # how long one attach stops the threads of 10-, 200- and 2000-thread
 # patients, side by side with gdb and eu-stack on the same process.
-bench:
-	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -benchmem -timeout $(TIMEOUT) ./...
+bench: $(DLV)
+	HANGDOC_DLV=$(DLV) $(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -benchmem -timeout $(TIMEOUT) ./...
 	HANGDOC_FREEZE_TABLE=1 $(GO) test ./attach -run TestFreezeTable -v -count=1 -timeout 15m
 
 # The long proof runs (opt-in; CI runs 100 attaches and 50 kills): 1000

@@ -47,10 +47,14 @@ var patients = []struct {
 	source string // testdata/patients/<source>
 	child  bool   // attach to the forked child (printed as "child=<pid>") and the parent
 	top    string // the top diagnosis's id
+	// golang: source is a Go patient of testdata/gorun, read goroutine
+	// by goroutine.
+	golang bool
 }{
-	{"abba", "abba.c", false, "lock-order-cycle"},
-	{"openblas_relock", "openblas_relock.c", true, "self-deadlock"},
-	{"sleeper", "sleeper.c", false, "sleeping"},
+	{"abba", "abba.c", false, "lock-order-cycle", false},
+	{"openblas_relock", "openblas_relock.c", true, "self-deadlock", false},
+	{"sleeper", "sleeper.c", false, "sleeping", false},
+	{"go_abba", "abba", false, "lock-order-cycle", true},
 }
 
 // readDocument reads a hangdoc/v1 document: the snapshot and its diagnoses.
@@ -149,8 +153,12 @@ func TestLiveRender(t *testing.T) {
 	for _, pt := range patients {
 		t.Run(pt.name, func(t *testing.T) {
 			patient.RequirePtrace(t)
-			bin := patient.Build(t, pt.source, patient.O2g...)
-			p := patient.Start(t, bin)
+			var p *patient.Proc
+			if pt.golang {
+				p = patient.StartGo(t, patient.BuildGo(t, pt.source))
+			} else {
+				p = patient.Start(t, patient.Build(t, pt.source, patient.O2g...))
+			}
 			targets := []int{p.Pid}
 			if pt.child {
 				child := p.Int(t, "child")

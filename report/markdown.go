@@ -129,7 +129,7 @@ func writeMarkdownProcess(ew *errWriter, snap *stacks.Snapshot, proc *stacks.Pro
 	if snap.Samples > 1 {
 		sampling = fmt.Sprintf("%d samples %v apart", snap.Samples, snap.Interval)
 	}
-	ew.printf("%s in %s · %s · parent %d", plural(len(proc.Threads), "thread"), plural(len(groups), "group"), sampling, proc.PPid)
+	ew.printf("%s in %s · %s · parent %d", plural(len(proc.Threads), unit(proc.Threads)), plural(len(groups), "group"), sampling, proc.PPid)
 	if proc.Fork != nil {
 		ew.printf(" · forked from %d without exec", proc.Fork.ParentPid)
 	}
@@ -161,17 +161,13 @@ func writeMarkdownGroup(ew *errWriter, g stacks.Group) {
 			names = append(names, fmt.Sprintf("… (+%d)", len(g.Threads)-8))
 			break
 		}
-		n := fmt.Sprint(t.Tid)
-		if t.Name != "" {
-			n += " " + Sanitize(t.Name)
-		}
-		names = append(names, n)
+		names = append(names, memberName(t))
 	}
 	state := t0.State
 	if wt := waitText(t0); wt != "" {
 		state += ", " + wt
 	}
-	summary := fmt.Sprintf("%s: %s — %s", plural(len(g.Threads), "thread"), strings.Join(names, ", "), state)
+	summary := fmt.Sprintf("%s: %s — %s", plural(len(g.Threads), unit(g.Threads)), strings.Join(names, ", "), state)
 	ew.printf("<details><summary>%s</summary>\n\n", htmlText(summary))
 	var b strings.Builder
 	for i, f := range g.Stack {
@@ -180,6 +176,9 @@ func writeMarkdownGroup(ew *errWriter, g stacks.Group) {
 	}
 	if len(g.Stack) == 0 {
 		b.WriteString("(no stack)\n")
+	}
+	if c := createdBy(t0); c != "" {
+		b.WriteString(c + "\n")
 	}
 	code := b.String()
 	fence := codeFence(code)

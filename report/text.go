@@ -77,7 +77,7 @@ func writeProcess(ew *errWriter, p palette, snap *stacks.Snapshot, proc *stacks.
 		sampling = fmt.Sprintf("%d samples %v apart", snap.Samples, snap.Interval)
 	}
 	ew.printf("%s\n", p.dim.Sprintf("%s in %s · %s · parent %d",
-		plural(len(proc.Threads), "thread"), plural(len(groups), "group"), sampling, proc.PPid))
+		plural(len(proc.Threads), unit(proc.Threads)), plural(len(groups), "group"), sampling, proc.PPid))
 	for _, g := range groups {
 		ew.printf("\n")
 		writeGroup(ew, p, g, width)
@@ -96,7 +96,7 @@ func writeGroup(ew *errWriter, p palette, g stacks.Group, width int) {
 	for _, t := range g.Threads {
 		cpu += t.CPU
 	}
-	head := plural(len(g.Threads), "thread")
+	head := plural(len(g.Threads), unit(g.Threads))
 	ew.printf("%s  %s  %.0f%% CPU", p.head.Sprint(head), t0.State, cpu/float64(len(g.Threads)))
 	if wt := waitText(t0); wt != "" {
 		ew.printf("  %s", wt)
@@ -107,6 +107,9 @@ func writeGroup(ew *errWriter, p palette, g stacks.Group, width int) {
 	}
 	if len(g.Stack) == 0 {
 		ew.printf("  %s\n", p.dim.Sprint("(no stack)"))
+	}
+	if c := createdBy(t0); c != "" {
+		ew.printf("  %s\n", p.dim.Sprint(c))
 	}
 	for _, t := range g.Threads {
 		for _, n := range t.Notes {
@@ -242,6 +245,47 @@ func writeDiagnoses(ew *errWriter, p palette, diags []heuristics.Diagnosis) {
 	}
 }
 
+// unit is what a process's threads are called: goroutines for a Go
+// program read goroutine by goroutine (or its goroutine dump), threads
+// otherwise.
+func unit(ts []*stacks.Thread) string {
+	for _, t := range ts {
+		if t.Goroutine == nil {
+			return "thread"
+		}
+	}
+	if len(ts) == 0 {
+		return "thread"
+	}
+	return "goroutine"
+}
+
+// memberName names one thread of a group: "4711 worker"; a goroutine
+// by its id alone (its name is only "goroutine N").
+func memberName(t *stacks.Thread) string {
+	if t.Goroutine != nil || t.Name == "" {
+		return fmt.Sprint(t.Tid)
+	}
+	return fmt.Sprintf("%d %s", t.Tid, Sanitize(t.Name))
+}
+
+// createdBy says where a goroutine was started: "created by main.main
+// at main.go:56 in goroutine 1"; "" for a thread or when not known.
+func createdBy(t *stacks.Thread) string {
+	g := t.Goroutine
+	if g == nil || g.CreatedBy.Func == "" {
+		return ""
+	}
+	s := "created by " + Sanitize(g.CreatedBy.Func)
+	if g.CreatedBy.File != "" {
+		s += fmt.Sprintf(" at %s:%d", Sanitize(g.CreatedBy.File), g.CreatedBy.Line)
+	}
+	if g.CreatedByGoroutine != 0 {
+		s += fmt.Sprintf(" in goroutine %d", g.CreatedByGoroutine)
+	}
+	return s
+}
+
 // plural says "1 thread", "2 threads".
 func plural(n int, noun string) string {
 	if n == 1 {
@@ -258,9 +302,9 @@ func threadList(ts []*stacks.Thread, n int) string {
 			parts = append(parts, fmt.Sprintf("… (+%d)", len(ts)-n))
 			break
 		}
-		parts = append(parts, fmt.Sprintf("%d %s", t.Tid, Sanitize(t.Name)))
+		parts = append(parts, memberName(t))
 	}
-	return "threads " + strings.Join(parts, ", ")
+	return unit(ts) + "s " + strings.Join(parts, ", ")
 }
 
 // waitText says what a thread waits on in a few words.

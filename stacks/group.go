@@ -14,10 +14,25 @@ type Group struct {
 	Stack   []Frame
 }
 
+// runtimeOnly says whether a group is goroutines of the Go runtime itself
+// (GC workers, the finalizer, the scavenger): every frame in runtime.
+func runtimeOnly(g Group) bool {
+	if g.Threads[0].Goroutine == nil {
+		return false
+	}
+	for _, f := range g.Stack {
+		if !strings.HasPrefix(f.Func, "runtime.") {
+			return false
+		}
+	}
+	return true
+}
+
 // GroupThreads buckets threads by their stack: the same function (or, with
 // no symbol, the same module offset) at the same line in every frame;
 // arguments and addresses may differ. Groups come largest
-// first, then by lowest thread id, so the order is stable.
+// first (the Go runtime's own goroutines last), then by lowest thread id,
+// so the order is stable.
 func GroupThreads(threads []*Thread) []Group {
 	index := map[string]int{}
 	var groups []Group
@@ -32,6 +47,9 @@ func GroupThreads(threads []*Thread) []Group {
 		groups[i].Threads = append(groups[i].Threads, t)
 	}
 	sort.SliceStable(groups, func(i, j int) bool {
+		if ri, rj := runtimeOnly(groups[i]), runtimeOnly(groups[j]); ri != rj {
+			return rj // the Go runtime's own goroutines after the program's
+		}
 		if len(groups[i].Threads) != len(groups[j].Threads) {
 			return len(groups[i].Threads) > len(groups[j].Threads)
 		}
