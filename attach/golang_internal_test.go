@@ -114,3 +114,57 @@ func mustTasks(t *testing.T, pid int) map[int]string {
 	}
 	return tasks
 }
+
+// TestGoArgsReadOnly: reading the frame arguments of lock-waiting
+// goroutines (delve's FunctionArguments over each frame) asks for no
+// write: after the first sample, whose target opening sets delve's
+// breakpoints, the refused writes stay as they were while every later
+// sample reads the arguments again, and the text segment is unchanged.
+func TestGoArgsReadOnly(t *testing.T) {
+	patient.RequirePtrace(t)
+	p := patient.StartGo(t, patient.BuildGo(t, "abba"))
+	before, err := TextSegment(p.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg, err := openTarget(p.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tg.golang == nil {
+		t.Fatalf("the Go patient was not put on the Go path: notes %v", tg.proc.Notes)
+	}
+	opts := Options{Samples: 3}
+	opts.defaults()
+	s := &sampler{opts: opts, tracer: newTracer()}
+	defer func() { s.tracer.close() }()
+	s.sampleTarget(tg, true)
+	opened := tg.golang.reader.RefusedWrites()
+	for i := 1; i < opts.Samples; i++ {
+		s.sampleTarget(tg, false)
+	}
+	withArgs := 0
+	for _, th := range tg.proc.Threads {
+		for _, f := range th.Stack {
+			if len(f.Args) > 0 {
+				withArgs++
+				if th.Goroutine == nil || th.Goroutine.Status != "sync.Mutex.Lock" {
+					t.Errorf("goroutine %d (%+v): arguments read for %s outside a lock wait", th.Tid, th.Goroutine, f.Func)
+				}
+			}
+		}
+	}
+	if withArgs != 2 {
+		t.Errorf("%d frames with arguments, want the two transfers", withArgs)
+	}
+	if n := tg.golang.reader.RefusedWrites(); n != opened {
+		t.Errorf("delve asked for %d writes while reading arguments (%d when the target was opened, %d after)", n-opened, opened, n)
+	}
+	after, err := TextSegment(p.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(before, after) {
+		t.Fatal("the text segment changed")
+	}
+}

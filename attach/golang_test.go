@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hangdoc/hangdoc/attach"
+	"github.com/hangdoc/hangdoc/heuristics"
 	"github.com/hangdoc/hangdoc/internal/patient"
 	"github.com/hangdoc/hangdoc/stacks"
 )
@@ -111,6 +112,42 @@ func dumpArg(t *testing.T, th *stacks.Thread, fn string, i int) uint64 {
 	return n
 }
 
+// liveArgs are the arguments the live read gave frame fn, by name, as
+// addresses; it fails the test when the frame is missing or an argument
+// is not an exact address.
+func liveArgs(t *testing.T, th *stacks.Thread, fn string) map[string]uint64 {
+	t.Helper()
+	k := frameIndex(th.Stack, fn)
+	if k < 0 {
+		t.Fatalf("goroutine %d has no frame %s: %+v", th.Tid, fn, th.Stack)
+	}
+	out := map[string]uint64{}
+	for _, a := range th.Stack[k].Args {
+		n, err := strconv.ParseUint(strings.TrimPrefix(a.Value, "0x"), 16, 64)
+		if err != nil || !strings.HasPrefix(a.Value, "0x") {
+			t.Fatalf("goroutine %d: %s: argument %s=%q is not an address", th.Tid, fn, a.Name, a.Value)
+		}
+		out[a.Name] = n
+	}
+	return out
+}
+
+// checkLiveArgs checks that the live read of frame fn of goroutine th
+// gave exactly the pointer arguments named, each equal to the word the
+// dump printed at the same position (want maps name to position).
+func checkLiveArgs(t *testing.T, th, d *stacks.Thread, fn string, want map[string]int) {
+	t.Helper()
+	got := liveArgs(t, th, fn)
+	if len(got) != len(want) {
+		t.Errorf("goroutine %d: %s: live arguments %v, want %d (%v)", th.Tid, fn, got, len(want), want)
+	}
+	for name, i := range want {
+		if v, ok := got[name]; !ok || v != dumpArg(t, d, fn, i) {
+			t.Errorf("goroutine %d: %s: live %s=%#x (read %v), the dump's argument %d is %#x", th.Tid, fn, name, v, ok, i, dumpArg(t, d, fn, i))
+		}
+	}
+}
+
 // sourceLine is the line of the patient's source that contains text.
 func sourceLine(t *testing.T, name, text string) int {
 	t.Helper()
@@ -166,9 +203,33 @@ func TestGoAbba(t *testing.T) {
 		if to := dumpArg(t, d, "main.(*bank).transfer", 2); g.Object != to {
 			t.Errorf("goroutine %d: object %#x, transfer's `to` (whose mu is its first field) is %#x", g.ID, g.Object, to)
 		}
+		// The live read gives transfer's pointer arguments as the dump
+		// prints them (receiver, from, to; n is no pointer).
+		checkLiveArgs(t, th, d, "main.(*bank).transfer", map[string]int{"b": 0, "from": 1, "to": 2})
 	}
 	if len(objects) != 2 || objects[0] {
 		t.Errorf("objects %v: want two different addresses", objects)
+	}
+	// With the arguments, each holder is inferred live as from the dump:
+	// the goroutine whose transfer received the other's mutex as `from`.
+	top := heuristics.Diagnose(&stacks.Snapshot{Processes: []*stacks.Process{live}}, heuristics.Options{})[0]
+	if top.ID != "lock-order-cycle" || top.Confidence != heuristics.Medium {
+		t.Fatalf("live diagnosis %s %s, want lock-order-cycle medium: %s", top.ID, top.Confidence, top.Summary)
+	}
+	for _, w := range locks {
+		holders := 0
+		for _, h := range locks {
+			if h == w || liveArgs(t, h, "main.(*bank).transfer")["from"] != w.Goroutine.Object {
+				continue
+			}
+			holders++
+			if !strings.Contains(top.Summary, fmt.Sprintf("%#x, which goroutine %d may hold", w.Goroutine.Object, h.Tid)) {
+				t.Errorf("live diagnosis does not name goroutine %d as the holder of %#x: %s", h.Tid, w.Goroutine.Object, top.Summary)
+			}
+		}
+		if holders != 1 {
+			t.Errorf("goroutine %d waits for %#x: %d other transfers received it as `from`, want 1", w.Tid, w.Goroutine.Object, holders)
+		}
 	}
 	if main := byID(live)[1]; main == nil || main.Goroutine.Status != "sync.WaitGroup.Wait" || main.Goroutine.CreatedBy.Func != "" {
 		t.Errorf("goroutine 1: %+v, want main in sync.WaitGroup.Wait, no creator", main)
@@ -226,6 +287,7 @@ func compareWithDump(t *testing.T, live, dump *stacks.Process) {
 		if lw, dw := lt.Goroutine.WaitMinutes, dt.Goroutine.WaitMinutes; lw != dw && lw+1 != dw {
 			t.Errorf("goroutine %d: waited %d minutes live, %d in the dump taken after", id, lw, dw)
 		}
+		compareArgs(t, lt, dt)
 		compared++
 	}
 	if moved > 1 {
@@ -233,6 +295,54 @@ func compareWithDump(t *testing.T, live, dump *stacks.Process) {
 	}
 	if compared == 0 {
 		t.Error("no goroutine of the program compared")
+	}
+}
+
+// compareArgs checks that every argument the live read gave a frame is
+// a word the dump printed for the same frame (the n-th frame of that
+// function in each): the live read takes what the frame's debug
+// information locates and never guesses. A word the dump marks "?" (its
+// spill slot may be stale) counts; a frame whose words the dump cut
+// ("...") is not checked.
+func compareArgs(t *testing.T, live, dump *stacks.Thread) {
+	t.Helper()
+	seen := map[string]int{}
+	for _, lf := range live.Stack {
+		nth := seen[lf.Func]
+		seen[lf.Func]++
+		if len(lf.Args) == 0 {
+			continue
+		}
+		var df *stacks.Frame
+		for i := range dump.Stack {
+			if dump.Stack[i].Func == lf.Func {
+				if nth == 0 {
+					df = &dump.Stack[i]
+					break
+				}
+				nth--
+			}
+		}
+		if df == nil {
+			t.Errorf("goroutine %d: %s has arguments live but is not in the dump", live.Tid, lf.Func)
+			continue
+		}
+		words := map[string]bool{}
+		cut := false
+		for _, a := range df.Args {
+			cut = cut || a.Value == "..."
+			for _, w := range strings.FieldsFunc(a.Value, func(r rune) bool { return strings.ContainsRune("{}, ?", r) }) {
+				words[w] = true
+			}
+		}
+		if cut {
+			continue
+		}
+		for _, a := range lf.Args {
+			if !words[a.Value] {
+				t.Errorf("goroutine %d: %s: live argument %s=%s is none of the words the dump printed: %+v", live.Tid, lf.Func, a.Name, a.Value, df.Args)
+			}
+		}
 	}
 }
 
@@ -274,6 +384,11 @@ func TestGoRLock(t *testing.T) {
 	if c := dumpArg(t, byID(dump)[r[0].Tid], "main.(*cache).lookup", 0); c != ro {
 		t.Errorf("object %#x, the dump's cache (lookup's receiver) is %#x", ro, c)
 	}
+	// The receivers, read live, are the dump's (the string keys and the
+	// func are no pointers).
+	checkLiveArgs(t, r[0], byID(dump)[r[0].Tid], "main.(*cache).lookup", map[string]int{"c": 0})
+	checkLiveArgs(t, r[0], byID(dump)[r[0].Tid], "main.(*cache).get", map[string]int{"c": 0})
+	checkLiveArgs(t, w[0], byID(dump)[w[0].Tid], "main.(*cache).set", map[string]int{"c": 0})
 	compareWithDump(t, live, dump)
 }
 

@@ -244,6 +244,12 @@ func TestGoPatientsLive(t *testing.T) {
 			if fromDump.ID != live.ID {
 				t.Errorf("the dump says %s, the live attach %s", fromDump.ID, live.ID)
 			}
+			// The live read gives the frame arguments a dump prints, so
+			// a holder is inferred alike (the control's calm verdicts
+			// rest on CPU samples, which a dump has not).
+			if e.id != "" && fromDump.Confidence != live.Confidence {
+				t.Errorf("the dump says %s %s, the live attach %s", fromDump.ID, fromDump.Confidence, live.Confidence)
+			}
 			if e.id != "" && e.many == 0 && fmt.Sprint(fromDump.Tids) != fmt.Sprint(live.Tids) {
 				t.Errorf("the dump names goroutines %v, the live attach %v", fromDump.Tids, live.Tids)
 			}

@@ -254,3 +254,30 @@ func TestGoCutDumps(t *testing.T) {
 		}
 	}
 }
+
+// TestGoWaitsForGraphs: the waits the graph renderers draw for the abba
+// dump: each transfer goroutine waits on its own mutex, which the other
+// may hold; main waits on the WaitGroup, which nobody holds.
+func TestGoWaitsForGraphs(t *testing.T) {
+	snap, _, _, err := stacks.Parse(strings.NewReader(readGoDump(t, "abba_sigquit.txt")), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := heuristics.NewAnalysis(snap).GoWaits()
+	locks := map[int]heuristics.GoWait{}
+	for _, w := range ws {
+		if w.Kind == stacks.GoWaitMutex {
+			locks[w.Goroutine.Thread.Tid] = w
+		} else if len(w.Holders) > 0 {
+			t.Errorf("goroutine %d waits on %s %#x with holders %v: only locks have holders", w.Goroutine.Thread.Tid, w.Kind, w.Object, w.Holders)
+		}
+	}
+	if len(locks) != 2 {
+		t.Fatalf("%d mutex waits, want the two transfers: %+v", len(locks), ws)
+	}
+	for tid, w := range locks {
+		if len(w.Holders) != 1 || w.Holders[0].Thread.Tid == tid || locks[w.Holders[0].Thread.Tid].Object == w.Object {
+			t.Errorf("goroutine %d waits on %#x, holders %v: want the other transfer alone", tid, w.Object, w.Holders)
+		}
+	}
+}

@@ -124,6 +124,21 @@ func buildWaitGraph(snap *stacks.Snapshot, diags []heuristics.Diagnosis) *waitGr
 			}
 		}
 	}
+	// Goroutines: Go records no owner, so a lock's holders are the
+	// goroutines that may hold it, as the Go signatures inferred them.
+	goHeld := map[string]bool{}
+	for _, w := range a.GoWaits() {
+		from := wg.thread(w.Goroutine)
+		obj := wg.goObject(w)
+		wg.edge(from, obj, "waits for", hot[w.Goroutine.Thread])
+		for _, h := range w.Holders {
+			to := wg.thread(h)
+			if !goHeld[obj+">"+to] {
+				goHeld[obj+">"+to] = true
+				wg.edge(obj, to, "may be held by", hot[w.Goroutine.Thread] && hot[h.Thread])
+			}
+		}
+	}
 	wg.cluster(snap)
 	// A child with a cluster of its own is waited for as the cluster;
 	// one without (not sampled, or none of its threads waits) as a node.
@@ -177,6 +192,11 @@ func hotThreads(a *heuristics.Analysis, diags []heuristics.Diagnosis) map[*stack
 			hot[e.From.Thread] = true
 		}
 	}
+	for _, w := range a.GoWaits() {
+		if r := w.Goroutine; named[r.Thread.Tid] && (len(pids) == 0 || pids[r.Proc.Pid]) {
+			hot[r.Thread] = true
+		}
+	}
 	return hot
 }
 
@@ -192,8 +212,14 @@ func (wg *waitGraph) edge(from, to, label string, hot bool) {
 	wg.edges = append(wg.edges, graphEdge{from: from, to: to, label: label, hot: hot})
 }
 
-// thread is a sampled thread's node: "tid name".
+// thread is a sampled thread's node: "tid name"; a goroutine's is
+// "goroutine N" (goroutine ids repeat across processes: its node id has
+// the pid).
 func (wg *waitGraph) thread(r heuristics.ThreadRef) string {
+	if r.Thread.Goroutine != nil {
+		id := fmt.Sprintf("g%d_%d", r.Proc.Pid, r.Thread.Tid)
+		return wg.add(graphNode{id: id, kind: nodeThread, lines: []string{"goroutine " + strconv.Itoa(r.Thread.Tid)}, pid: r.Proc.Pid})
+	}
 	label := strconv.Itoa(r.Thread.Tid)
 	if r.Thread.Name != "" {
 		label += " " + r.Thread.Name
@@ -220,6 +246,22 @@ func (wg *waitGraph) mutex(l *heuristics.Lock) string {
 	}
 	id := fmt.Sprintf("m%d_%x", l.Key.Pid, l.Key.Addr)
 	return wg.add(graphNode{id: id, kind: nodeMutex, lines: lines, pid: l.Key.Pid})
+}
+
+// goObject is the node of what goroutines wait on, one per process and
+// address: "sync.Mutex" (or the WaitGroup, the channel) over its address.
+func (wg *waitGraph) goObject(w heuristics.GoWait) string {
+	what := map[string]string{
+		stacks.GoWaitMutex: "sync.Mutex", stacks.GoWaitRLock: "sync.RWMutex", stacks.GoWaitWLock: "sync.RWMutex",
+		stacks.GoWaitWaitGroup: "sync.WaitGroup", stacks.GoWaitSend: "channel", stacks.GoWaitRecv: "channel",
+		stacks.GoWaitCond: "sync.Cond",
+	}[w.Kind]
+	lines := []string{fmt.Sprintf("%#x", w.Object)}
+	if what != "" {
+		lines = []string{what, lines[0]}
+	}
+	id := fmt.Sprintf("o%d_%x", w.Goroutine.Proc.Pid, w.Object)
+	return wg.add(graphNode{id: id, kind: nodeMutex, lines: lines, pid: w.Goroutine.Proc.Pid})
 }
 
 // owner is the node a lock is held by and the edge's label; "" when no

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -195,7 +196,11 @@ func (r *Reader) Read(regs []ThreadRegs, opts Options) (*Result, error) {
 		}
 		th := &stacks.Thread{Tid: gr.ID, Name: "goroutine " + strconv.Itoa(gr.ID), State: stacks.GoroutineState(gr.Status), Goroutine: gr}
 		frames, err := r.stacktrace(g, opts.MaxDepth)
-		th.Stack = framesOf(frames)
+		var args func(int) []stacks.Arg
+		if argsWanted(gr.Status) {
+			args = func(i int) []stacks.Arg { return r.pointerArgs(g, frames, i) }
+		}
+		th.Stack = framesOf(frames, args)
 		if g.Thread == nil {
 			r.parkedTop(th.Stack, frames)
 		}
@@ -208,7 +213,7 @@ func (r *Reader) Read(regs []ThreadRegs, opts Options) (*Result, error) {
 		res.OSThreads = map[int][]stacks.Frame{}
 		for _, tr := range regs {
 			frames, _ := proc.ThreadStacktrace(r.target, r.p.threads[tr.Tid], opts.MaxDepth)
-			res.OSThreads[tr.Tid] = framesOf(frames)
+			res.OSThreads[tr.Tid] = framesOf(frames, nil)
 		}
 	}
 	return res, nil
@@ -268,18 +273,90 @@ func (r *Reader) parkedTop(st []stacks.Frame, frames []proc.Stackframe) {
 	}
 }
 
-func framesOf(frames []proc.Stackframe) []stacks.Frame {
+// framesOf converts delve's frames; args, when not nil, gives frame i's
+// arguments.
+func framesOf(frames []proc.Stackframe, args func(i int) []stacks.Arg) []stacks.Frame {
 	out := make([]stacks.Frame, 0, len(frames))
-	for _, f := range frames {
+	for i, f := range frames {
 		if f.Current.PC == 0 && f.Call.Fn == nil {
 			continue // past the outermost frame of a thread
 		}
 		fr := frameOf(f.Call)
 		fr.PC = f.Current.PC
 		fr.Inlined = f.Inlined
+		if args != nil {
+			fr.Args = args(i)
+		}
 		out = append(out, fr)
 	}
 	return out
+}
+
+// argsWanted: the statuses whose goroutines get their frame arguments
+// read, the waits whose holders or partners the heuristics look for by
+// the pointers frames received (as in a dump). Only these: reading
+// arguments for the 10,000 goroutines of a leak would cost seconds.
+func argsWanted(status string) bool {
+	switch status {
+	case "sync.Mutex.Lock", "sync.RWMutex.RLock", "sync.RWMutex.Lock", "sync.WaitGroup.Wait":
+		return true
+	}
+	return strings.HasPrefix(status, "chan send") || strings.HasPrefix(status, "chan receive")
+}
+
+// maxArgFrames bounds the frames whose arguments are read.
+const maxArgFrames = 16
+
+// argsLoad reads an argument's own words only: a pointer's value, not
+// what it points to.
+var argsLoad = proc.LoadConfig{FollowPointers: false, MaxVariableRecurse: 0}
+
+// pointerArgs reads the pointer-valued formal arguments of frame i, a
+// frame of the program (not of the runtime, sync or internal/), as
+// "name=0xADDR" the way a dump prints argument words. delve reads them
+// through the frame's DWARF locations; an argument optimised away or
+// held in a register of an outer frame (which unwinding does not
+// recover) is unreadable and left out, never guessed. Reading evaluates
+// no expression and calls no function in the target.
+func (r *Reader) pointerArgs(g *proc.G, frames []proc.Stackframe, i int) (out []stacks.Arg) {
+	fn := frames[i].Call.Fn
+	if i >= maxArgFrames || fn == nil || goMachinery(fn.Name) {
+		return nil
+	}
+	// The target runs while it is read: a frame that changed under
+	// delve's evaluator costs its arguments, not the read.
+	defer func() {
+		if recover() != nil {
+			out = nil
+		}
+	}()
+	tid := 0
+	if g.Thread != nil {
+		tid = g.Thread.ThreadID()
+	}
+	scope := proc.FrameToScope(r.target, r.target.Memory(), g, tid, frames[i:]...)
+	vars, err := scope.FunctionArguments(argsLoad)
+	if err != nil {
+		return nil
+	}
+	for _, v := range vars {
+		if v.Unreadable != nil || v.Flags&proc.VariableReturnArgument != 0 {
+			continue
+		}
+		if v.Kind != reflect.Ptr && v.Kind != reflect.UnsafePointer || len(v.Children) != 1 {
+			continue
+		}
+		if p := v.Children[0].Addr; p != 0 {
+			out = append(out, stacks.Arg{Name: v.Name, Value: fmt.Sprintf("%#x", p)})
+		}
+	}
+	return out
+}
+
+// goMachinery: the runtime's and sync's own frames, whose pointer
+// arguments are the objects waited on rather than held.
+func goMachinery(fn string) bool {
+	return strings.HasPrefix(fn, "runtime.") || strings.HasPrefix(fn, "sync.") || strings.HasPrefix(fn, "internal/")
 }
 
 func frameOf(loc proc.Location) stacks.Frame {
