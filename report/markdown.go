@@ -140,6 +140,13 @@ func writeMarkdownProcess(ew *errWriter, snap *stacks.Snapshot, proc *stacks.Pro
 	for _, g := range groups {
 		writeMarkdownGroup(ew, g)
 	}
+	if len(proc.OSThreads) > 0 {
+		osGroups := stacks.GroupThreads(proc.OSThreads)
+		ew.printf("The program's %s in %s:\n\n", plural(len(proc.OSThreads), "OS thread"), plural(len(osGroups), "group"))
+		for _, g := range osGroups {
+			writeMarkdownGroup(ew, g)
+		}
+	}
 	if len(proc.Notes) > 0 {
 		ew.printf("**Notes:**\n\n")
 		for _, n := range proc.Notes {

@@ -82,6 +82,15 @@ func writeProcess(ew *errWriter, p palette, snap *stacks.Snapshot, proc *stacks.
 		ew.printf("\n")
 		writeGroup(ew, p, g, width)
 	}
+	if len(proc.OSThreads) > 0 {
+		osGroups := stacks.GroupThreads(proc.OSThreads)
+		ew.printf("\n%s\n", p.dim.Sprintf("the program's %s in %s",
+			plural(len(proc.OSThreads), "OS thread"), plural(len(osGroups), "group")))
+		for _, g := range osGroups {
+			ew.printf("\n")
+			writeGroup(ew, p, g, width)
+		}
+	}
 	if len(proc.Notes) > 0 {
 		ew.printf("\n%s\n", p.warn.Sprint("notes:"))
 		for _, n := range proc.Notes {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -100,5 +101,28 @@ func TestAttachNoSuchProcess(t *testing.T) {
 	_, _, err := run("attach", "99999999")
 	if err == nil || !strings.Contains(err.Error(), "no such process") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// TestAttachGoThreads: a Go program is shown goroutine by goroutine;
+// --threads adds its OS threads after them, in text and markdown.
+func TestAttachGoThreads(t *testing.T) {
+	patient.RequirePtrace(t)
+	p := patient.StartGo(t, patient.BuildGo(t, "abba"))
+	pid := strconv.Itoa(p.Pid)
+	plain, _, _ := run("attach", "--samples", "1", pid)
+	if !strings.Contains(plain, "goroutines in") || strings.Contains(plain, "OS thread") {
+		t.Fatalf("without --threads: want goroutines and no OS threads:\n%s", plain)
+	}
+	tasks, err := p.Tasks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, format := range []string{"text", "markdown"} {
+		out, _, _ := run("attach", "--samples", "1", "--threads", "--format", format, pid)
+		want := fmt.Sprintf("program's %d OS threads in", len(tasks))
+		if !strings.Contains(strings.ToLower(out), strings.ToLower(want)) || !strings.Contains(out, "runtime.") {
+			t.Errorf("%s with --threads: no %q (the %d OS threads /proc lists):\n%s", format, want, len(tasks), out)
+		}
 	}
 }
