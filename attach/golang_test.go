@@ -545,3 +545,34 @@ func TestGoWithoutDWARF(t *testing.T) {
 		}
 	}
 }
+
+// go119 is Debian's Go 1.19 (golang-1.19-go, installed by
+// scripts/install-deps.sh): a runtime from before Go 1.20, whose sync
+// waits all say "semacquire".
+const go119 = "/usr/lib/go-1.19/bin/go"
+
+// TestGoOldRuntime: a program built with Go 1.19 is read goroutine by
+// goroutine too; the frames tell which sync wait a "semacquire" is, so
+// the objects are found and the ABBA is named as on a current Go.
+func TestGoOldRuntime(t *testing.T) {
+	patient.RequirePtrace(t)
+	patient.RequireTool(t, go119)
+	p := patient.StartGo(t, patient.BuildGoWith(t, go119, "abba"))
+	live := attachGo(t, p.Pid, attach.Options{})
+	if !strings.HasPrefix(live.Runtime, "go1.19") {
+		t.Fatalf("runtime %q, want go1.19", live.Runtime)
+	}
+	var objs []uint64
+	for _, th := range live.Threads {
+		if th.Goroutine.Status == "semacquire" && stacks.GoWaitOf(th.Stack).Kind == stacks.GoWaitMutex {
+			objs = append(objs, th.Goroutine.Object)
+		}
+	}
+	if len(objs) != 2 || objs[0] == 0 || objs[1] == 0 || objs[0] == objs[1] {
+		t.Fatalf("mutex waits' objects %#x, want two different addresses", objs)
+	}
+	ds := heuristics.Diagnose(&stacks.Snapshot{Schema: stacks.Schema, Source: "attach", Samples: 2, Processes: []*stacks.Process{live}}, heuristics.Options{})
+	if len(ds) == 0 || ds[0].ID != "lock-order-cycle" || ds[0].Confidence != heuristics.Medium {
+		t.Fatalf("diagnosis %v, want lock-order-cycle at medium", ds)
+	}
+}

@@ -186,10 +186,10 @@ func frameAt(f stacks.Frame) string {
 }
 
 // objText names a waited object: "mutex 0xc000012345", "mutex (address
-// not in the dump)".
+// not known)": a dump may not print it, a live read may not find it.
 func objText(what string, obj uint64) string {
 	if obj == 0 {
-		return what + " (address not in the dump)"
+		return what + " (address not known)"
 	}
 	return fmt.Sprintf("%s %#x", what, obj)
 }

@@ -4,8 +4,9 @@
 # (and to produce the dumps under testdata/dumps),
 # python3 for the Python patients (python3-numpy for the numpy-after-fork
 # one), make, libc6-dbg so that libc's
-# static functions have names (for hangdoc and for gdb alike), and graphviz
-# so the report tests can have `dot` read the DOT reports. Idempotent: when everything is
+# static functions have names (for hangdoc and for gdb alike), graphviz
+# so the report tests can have `dot` read the DOT reports, and Go 1.19
+# (golang-1.19-go) for a Go patient built with a runtime from before 1.20. Idempotent: when everything is
 # already there it touches nothing; apt-get update runs only when something
 # is missing.
 set -euo pipefail
@@ -23,10 +24,11 @@ declare -A probe=(
 	[make]=/usr/bin/make
 	[libc6-dbg]=/usr/share/doc/libc6-dbg
 	[graphviz]=/usr/bin/dot
+	[golang-1.19-go]=/usr/lib/go-1.19/bin/go
 )
 
 missing=()
-for pkg in gcc g++ gdb lldb elfutils python3 python3-dev python3-numpy make libc6-dbg graphviz; do
+for pkg in gcc g++ gdb lldb elfutils python3 python3-dev python3-numpy make libc6-dbg graphviz golang-1.19-go; do
 	if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' ||
 		[ ! -e "${probe[$pkg]}" ]; then
 		missing+=("$pkg")
@@ -34,7 +36,7 @@ for pkg in gcc g++ gdb lldb elfutils python3 python3-dev python3-numpy make libc
 done
 
 if [ ${#missing[@]} -eq 0 ]; then
-	echo "install-deps: nothing to install (gcc g++ gdb lldb elfutils python3 python3-dev python3-numpy make libc6-dbg graphviz present)"
+	echo "install-deps: nothing to install (gcc g++ gdb lldb elfutils python3 python3-dev python3-numpy make libc6-dbg graphviz golang-1.19-go present)"
 	exit 0
 fi
 

@@ -181,26 +181,26 @@ func (r *Reader) Read(regs []ThreadRegs, opts Options) (*Result, error) {
 		if (st == gWaiting || st == gSyscall) && g.WaitSince != 0 && now > g.WaitSince {
 			gr.WaitMinutes = int((now - g.WaitSince) / int64(time.Minute))
 		}
+		th := &stacks.Thread{Tid: gr.ID, Name: "goroutine " + strconv.Itoa(gr.ID), State: stacks.GoroutineState(gr.Status), Goroutine: gr}
+		frames, err := r.stacktrace(g, opts.MaxDepth)
+		th.Stack = framesOf(frames, nil)
+		wait := syncWait(gr.Status, th.Stack)
 		switch {
-		case strings.HasPrefix(gr.Status, "chan send") || strings.HasPrefix(gr.Status, "chan receive"):
-			if !strings.Contains(gr.Status, "nil chan") {
+		case strings.HasPrefix(wait, "chan send") || strings.HasPrefix(wait, "chan receive"):
+			if !strings.Contains(wait, "nil chan") {
 				gr.Object = r.rt.chanOf(r.p, x.waiting)
 			}
-		case r.rt.semaOffset(gr.Status) >= 0:
+		case r.rt.semaOffset(wait) >= 0:
 			if sema == nil {
 				sema = r.rt.readSemtable(r.p)
 			}
 			if addr, ok := sema[x.addr]; ok {
-				gr.Object = addr - uint64(r.rt.semaOffset(gr.Status))
+				gr.Object = addr - uint64(r.rt.semaOffset(wait))
 			}
 		}
-		th := &stacks.Thread{Tid: gr.ID, Name: "goroutine " + strconv.Itoa(gr.ID), State: stacks.GoroutineState(gr.Status), Goroutine: gr}
-		frames, err := r.stacktrace(g, opts.MaxDepth)
-		var args func(int) []stacks.Arg
-		if argsWanted(gr.Status) {
-			args = func(i int) []stacks.Arg { return r.pointerArgs(g, frames, i) }
+		if argsWanted(wait) {
+			th.Stack = framesOf(frames, func(i int) []stacks.Arg { return r.pointerArgs(g, frames, i) })
 		}
-		th.Stack = framesOf(frames, args)
 		if g.Thread == nil {
 			r.parkedTop(th.Stack, frames)
 		}
@@ -290,6 +290,26 @@ func framesOf(frames []proc.Stackframe, args func(i int) []stacks.Arg) []stacks.
 		out = append(out, fr)
 	}
 	return out
+}
+
+// syncWait is the status a goroutine's sync wait has since Go 1.20
+// ("sync.Mutex.Lock", …): before, the runtime said "semacquire" for
+// every one of them, and only the frames tell which.
+func syncWait(status string, st []stacks.Frame) string {
+	if status != "semacquire" {
+		return status
+	}
+	switch stacks.GoWaitOf(st).Kind {
+	case stacks.GoWaitMutex:
+		return "sync.Mutex.Lock"
+	case stacks.GoWaitRLock:
+		return "sync.RWMutex.RLock"
+	case stacks.GoWaitWLock:
+		return "sync.RWMutex.Lock"
+	case stacks.GoWaitWaitGroup:
+		return "sync.WaitGroup.Wait"
+	}
+	return status
 }
 
 // argsWanted: the statuses whose goroutines get their frame arguments

@@ -16,7 +16,19 @@ import (
 // cached under CacheDir by the go version, the flags and the source.
 func BuildGo(t testing.TB, name string, flags ...string) string {
 	t.Helper()
-	gobin := RequireTool(t, "go")
+	return buildGo(t, RequireTool(t, "go"), name, flags)
+}
+
+// BuildGoWith is BuildGo with another Go toolchain (an older release:
+// /usr/lib/go-1.19/bin/go), in a module of its own so that hangdoc's
+// go.mod does not ask for a newer Go.
+func BuildGoWith(t testing.TB, gobin, name string, flags ...string) string {
+	t.Helper()
+	return buildGo(t, gobin, name, flags)
+}
+
+func buildGo(t testing.TB, gobin, name string, flags []string) string {
+	t.Helper()
 	root, err := repoRoot()
 	if err != nil {
 		t.Fatalf("patient: %v", err)
@@ -26,7 +38,7 @@ func BuildGo(t testing.TB, name string, flags ...string) string {
 	if len(srcs) == 0 {
 		t.Fatalf("patient: no Go source in %s", dir)
 	}
-	version, err := exec.Command(gobin, "env", "GOVERSION").Output()
+	version, err := exec.Command(gobin, "env", "GOVERSION").Output() // part of the cache key
 	if err != nil {
 		t.Fatalf("patient: go env GOVERSION: %v", err)
 	}
@@ -52,6 +64,26 @@ func BuildGo(t testing.TB, name string, flags ...string) string {
 	args := append(append([]string{"build"}, flags...), "-o", tmp, "./testdata/gorun/"+name)
 	cmd := exec.Command(gobin, args...)
 	cmd.Dir = root
+	if own, _ := exec.LookPath("go"); own != gobin {
+		// Another toolchain: the patient's sources in a module of their own.
+		mod := target + ".mod"
+		if err := os.MkdirAll(mod, 0o755); err != nil {
+			t.Fatalf("patient: %v", err)
+		}
+		for _, src := range srcs {
+			b, _ := os.ReadFile(src)
+			if err := os.WriteFile(filepath.Join(mod, filepath.Base(src)), b, 0o644); err != nil {
+				t.Fatalf("patient: %v", err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(mod, "go.mod"), []byte("module example.com/"+name+"\n\ngo 1.19\n"), 0o644); err != nil {
+			t.Fatalf("patient: %v", err)
+		}
+		args = append(append([]string{"build"}, flags...), "-o", tmp, ".")
+		cmd = exec.Command(gobin, args...)
+		cmd.Dir = mod
+		cmd.Env = append(os.Environ(), "GOFLAGS=", "GOTOOLCHAIN=local")
+	}
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("patient: go %s: %v\n%s", strings.Join(args, " "), err, msg)
 	}
