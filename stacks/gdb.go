@@ -61,11 +61,11 @@ func (e *LineError) Error() string {
 // error is non-nil only when nothing could be read (it names the line), or
 // when reading r failed (the snapshot then holds what came before).
 func ParseGDB(r io.Reader) (*Snapshot, []Skipped, error) {
-	p := &gdbParser{proc: &Process{}}
-	lines, readErr := readTextLines(r)
-	p.lines = lines
+	sc := newLineScanner(r)
+	p := &gdbParser{proc: &Process{}, win: &lineWindow{sc: sc}}
 	p.run()
 	p.finish()
+	readErr := sc.err
 	var snap *Snapshot
 	if len(p.proc.Threads) > 0 {
 		snap = &Snapshot{Schema: Schema, Source: "gdb", Samples: 1, Processes: []*Process{p.proc}}
@@ -97,7 +97,7 @@ type gdbThread struct {
 }
 
 type gdbParser struct {
-	lines   []textLine
+	win     *lineWindow // the input, read as the parser goes
 	proc    *Process
 	threads []*gdbThread
 	cur     *gdbThread
@@ -109,6 +109,10 @@ type gdbParser struct {
 	notes   map[string]bool
 
 	firstText int // first non-blank line, for the error
+	// lastText and prevText are the numbers of the last non-blank line
+	// read, and of the last one before the current item: a skipped range
+	// grows over blank lines only.
+	lastText, prevText int
 }
 
 var (
@@ -147,57 +151,70 @@ var noisePrefixes = []string{
 }
 
 func (p *gdbParser) run() {
-	for i := 0; i < len(p.lines); i++ {
-		l := p.lines[i]
+	for i := 0; ; i++ {
+		l, ok := p.win.line(i)
+		if !ok {
+			return
+		}
+		p.win.forget(i) // nothing before line i is looked at again
 		if l.text == "" {
 			continue
 		}
 		if p.firstText == 0 {
 			p.firstText = l.no
 		}
-		if isFence(l.text) {
-			continue
-		}
-		if num, ok := frameNumber(l.text); ok {
-			text, last := p.joinWrapped(i, l.text)
-			p.frame(l, num, text[1+len(num):], p.lines[last].cut || l.cut)
-			i = last
-			continue
-		}
-		if strings.HasPrefix(l.text, "Thread ") {
-			if m := headerRE.FindStringSubmatch(l.text); m != nil {
-				p.header(l, m)
-				continue
-			}
-			if cutHeaderRE.MatchString(l.text) {
-				p.header(l, nil)
-				continue
-			}
-		}
-		if p.cur != nil && len(p.cur.t.Stack) > 0 && l.indent >= 2 {
-			continue // a `bt full` local, indented under its frame
-		}
-		if p.meta(l) {
-			continue
-		}
-		if p.cur != nil && len(p.cur.t.Stack) > 0 && p.isLocal(l) {
-			continue
-		}
-		if locRE.MatchString(l.text) || p.isWrappedLocation(i) {
-			// gdb echoing where the process stopped ("foo (…) at x.c:3"):
-			// the same frame comes again in the backtrace.
-			_, last := p.joinWrapped(i, l.text)
-			i = last
-			continue
-		}
-		p.skip(l.no, "not a stack")
+		p.prevText = p.lastText
+		i = p.item(i, l)
+		last, _ := p.win.line(i)
+		p.lastText = last.no
 	}
+}
+
+// item reads the non-blank line i (and the lines a terminal wrapped it
+// onto) and returns the index of its last line.
+func (p *gdbParser) item(i int, l textLine) int {
+	if isFence(l.text) {
+		return i
+	}
+	if num, ok := frameNumber(l.text); ok {
+		text, last := p.joinWrapped(i, l.text)
+		lastLine, _ := p.win.line(last)
+		p.frame(l, num, text[1+len(num):], lastLine.cut || l.cut)
+		return last
+	}
+	if strings.HasPrefix(l.text, "Thread ") {
+		if m := headerRE.FindStringSubmatch(l.text); m != nil {
+			p.header(l, m)
+			return i
+		}
+		if cutHeaderRE.MatchString(l.text) {
+			p.header(l, nil)
+			return i
+		}
+	}
+	if p.cur != nil && len(p.cur.t.Stack) > 0 && l.indent >= 2 {
+		return i // a `bt full` local, indented under its frame
+	}
+	if p.meta(l) {
+		return i
+	}
+	if p.cur != nil && len(p.cur.t.Stack) > 0 && p.isLocal(l) {
+		return i
+	}
+	if locRE.MatchString(l.text) || p.isWrappedLocation(i, l) {
+		// gdb echoing where the process stopped ("foo (…) at x.c:3"):
+		// the same frame comes again in the backtrace.
+		_, last := p.joinWrapped(i, l.text)
+		return last
+	}
+	p.skip(l.no, "not a stack")
+	return i
 }
 
 // isWrappedLocation says whether line i starts a stop location that gdb
 // wrapped over the next lines.
-func (p *gdbParser) isWrappedLocation(i int) bool {
-	text, last := p.joinWrapped(i, p.lines[i].text)
+func (p *gdbParser) isWrappedLocation(i int, l textLine) bool {
+	text, last := p.joinWrapped(i, l.text)
 	return last > i && locRE.MatchString(text)
 }
 
@@ -206,12 +223,13 @@ func (p *gdbParser) isWrappedLocation(i int) bool {
 // frame, while the frame's parentheses are open or starting with "at " or
 // "from ". It returns the whole text and the index of its last line.
 func (p *gdbParser) joinWrapped(i int, text string) (string, int) {
-	base := p.lines[i].indent
+	first, _ := p.win.line(i)
+	base := first.indent
 	depth := parenDepth(text)
 	last := i
-	for last+1 < len(p.lines) && last-i < maxWrapLines {
-		next := p.lines[last+1]
-		if next.text == "" || next.indent <= base || next.indent > base+6 {
+	for last-i < maxWrapLines {
+		next, ok := p.win.line(last + 1)
+		if !ok || next.text == "" || next.indent <= base || next.indent > base+6 {
 			break
 		}
 		tail := strings.HasPrefix(next.text, "at ") || strings.HasPrefix(next.text, "from ")
@@ -425,13 +443,10 @@ func (p *gdbParser) skip(no int, why string) {
 	p.lastSkp = len(p.skipped)
 }
 
+// onlyBlankBetween says whether the lines after from and before to, the
+// current item's first line, are all blank.
 func (p *gdbParser) onlyBlankBetween(from, to int) bool {
-	for n := from + 1; n < to; n++ {
-		if p.lines[n-1].text != "" {
-			return false
-		}
-	}
-	return true
+	return p.prevText <= from
 }
 
 func (p *gdbParser) header(l textLine, m []string) {

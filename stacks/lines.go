@@ -33,15 +33,6 @@ var (
 	quoteRE     = regexp.MustCompile(`^[ \t]{0,3}>[ \t]?`)
 )
 
-// readTextLines returns every cleaned line of r: what scanTextLines
-// yields, kept. On a read error it returns the lines before it with the
-// error.
-func readTextLines(r io.Reader) ([]textLine, error) {
-	var lines []textLine
-	err := scanTextLines(r, func(l textLine) { lines = append(lines, l) })
-	return lines, err
-}
-
 func cleanLine(no int, b []byte, cut bool) textLine {
 	b = bytes.TrimRight(b, "\r")
 	if bytes.IndexByte(b, 0x1b) >= 0 {
@@ -78,44 +69,102 @@ func cleanLine(no int, b []byte, cut bool) textLine {
 // scanTextLines reads r one line at a time: it calls fn with each
 // cleaned line, in input order, and keeps none of them, so a parser that
 // needs no look-back holds one line (at most maxLine bytes) whatever the
-// size of the input. readTextLines keeps every line: with it the
-// goroutine parser peaked at 5.2 times a 32 MB dump's size, with
-// scanTextLines at 2.5 times (its snapshot's own size, 1.9 times, and the
-// GC's slack). A read error is returned as "line N: …", after fn has seen
-// every line before it.
+// size of the input. (Keeping every line, the goroutine parser peaked at
+// 5.2 times a 32 MB dump's size; with scanTextLines at 2.5 times: its
+// snapshot's own size, 1.9 times, and the GC's slack.) A read error is
+// returned as "line N: …", after fn has seen every line before it.
 func scanTextLines(r io.Reader, fn func(textLine)) error {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var buf []byte
-	no := 0
+	sc := newLineScanner(r)
 	for {
-		chunk, isPrefix, err := br.ReadLine()
+		l, ok := sc.next()
+		if !ok {
+			return sc.err
+		}
+		fn(l)
+	}
+}
+
+// lineScanner yields the cleaned lines of r one at a time, on demand.
+type lineScanner struct {
+	br   *bufio.Reader
+	buf  []byte
+	no   int
+	err  error // the read error that ended the input ("line N: …"), nil at EOF
+	done bool
+}
+
+func newLineScanner(r io.Reader) *lineScanner {
+	return &lineScanner{br: bufio.NewReaderSize(r, 64<<10)}
+}
+
+// next returns the next line; false at the end of the input or at a read
+// error (then err says which).
+func (s *lineScanner) next() (textLine, bool) {
+	for !s.done {
+		chunk, isPrefix, err := s.br.ReadLine()
+		var l textLine
+		have := false
 		if len(chunk) > 0 || isPrefix || err == nil {
-			if len(buf) < maxLine {
-				room := maxLine - len(buf)
+			if len(s.buf) < maxLine {
+				room := maxLine - len(s.buf)
 				if len(chunk) > room {
 					chunk = chunk[:room]
 				}
-				buf = append(buf, chunk...)
+				s.buf = append(s.buf, chunk...)
+			}
+			if isPrefix && len(s.buf) < maxLine {
+				continue
 			}
 			if isPrefix {
-				if len(buf) >= maxLine {
-					// keep reading to the end of the line, dropping it
-					for isPrefix && err == nil {
-						_, isPrefix, err = br.ReadLine()
-					}
-				} else {
-					continue
+				// keep reading to the end of the line, dropping it
+				for isPrefix && err == nil {
+					_, isPrefix, err = s.br.ReadLine()
 				}
 			}
-			no++
-			fn(cleanLine(no, buf, len(buf) >= maxLine))
-			buf = buf[:0]
-		}
-		if err == io.EOF {
-			return nil
+			s.no++
+			l, have = cleanLine(s.no, s.buf, len(s.buf) >= maxLine), true
+			s.buf = s.buf[:0]
 		}
 		if err != nil {
-			return fmt.Errorf("line %d: %w", no+1, err)
+			s.done = true
+			if err != io.EOF {
+				s.err = fmt.Errorf("line %d: %w", s.no+1, err)
+			}
 		}
+		if have {
+			return l, true
+		}
+	}
+	return textLine{}, false
+}
+
+// lineWindow gives a parser that looks a few lines ahead (a frame a
+// narrow terminal wrapped) the lines it asks for, reading them on
+// demand and keeping none it has moved past: the whole input is never
+// held.
+type lineWindow struct {
+	sc   *lineScanner
+	buf  []textLine // lines base, base+1, … (0-based indexes)
+	base int
+}
+
+// line returns line i (0-based); false past the end of the input.
+func (w *lineWindow) line(i int) (textLine, bool) {
+	for i-w.base >= len(w.buf) {
+		l, ok := w.sc.next()
+		if !ok {
+			return textLine{}, false
+		}
+		w.buf = append(w.buf, l)
+	}
+	return w.buf[i-w.base], true
+}
+
+// forget drops the lines before i: the parser will not ask for them again.
+func (w *lineWindow) forget(i int) {
+	if n := i - w.base; n > 0 {
+		n = min(n, len(w.buf))
+		w.buf = append(w.buf[:0], w.buf[n:]...)
+		w.base += n
 	}
 }
