@@ -92,13 +92,20 @@ func findInterpreter(proc *stacks.Process, src symbolSource, mem unwind.Memory) 
 		if !ok {
 			v, _ = python.VersionFromName(filepath.Base(proc.Exe))
 		}
+		// Only the minor version is known from a name (3.10 has no
+		// Py_Version).
+		version := fmt.Sprintf("%d.%d", v.Major(), v.Minor())
 		if pyVersion != 0 {
 			var b [8]byte
 			if n, _ := mem.ReadAt(b[:], pyVersion); n == 8 {
 				if hex := python.Version(binary.LittleEndian.Uint64(b[:])); hex.Major() == 3 {
-					v = hex
+					v, version = hex, hex.String()
 				}
 			}
+		}
+		if v != 0 && !python.Supported(v) {
+			proc.Notes = append(proc.Notes, fmt.Sprintf("%s: CPython %s is not supported (hangdoc reads 3.11 and later): Python frames are not shown, native stacks are", base, version))
+			return nil
 		}
 		r, err := python.NewReader(mem, runtime, v)
 		if err != nil {
@@ -175,6 +182,9 @@ func readInterpreter(proc *stacks.Process, r *python.Reader) *python.State {
 	}
 	if err != nil {
 		addNote(&proc.Notes, fmt.Sprintf("Python thread states partly read: %v", err))
+	}
+	if !st.GIL && st.GILErr != nil {
+		addNote(&proc.Notes, fmt.Sprintf("the GIL's holder is unknown (%v): no thread is marked as holding it", st.GILErr))
 	}
 	return st
 }

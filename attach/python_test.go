@@ -79,7 +79,10 @@ func pyFrames(st []stacks.Frame) []stacks.Frame {
 	return out
 }
 
-func attachPython(t *testing.T, pid int, samples int) *stacks.Snapshot {
+// attachPython attaches to a Python patient and checks that its
+// interpreter was read: Runtime is "CPython "+version ("CPython 3.x" when
+// version is ""), the GIL's state is known, no note about Python.
+func attachPython(t *testing.T, pid int, samples int, version string) *stacks.Snapshot {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -88,11 +91,11 @@ func attachPython(t *testing.T, pid int, samples int) *stacks.Snapshot {
 		t.Fatalf("Attach(%d): %v", pid, err)
 	}
 	p := snap.Processes[0]
-	if !strings.HasPrefix(p.Runtime, "CPython 3.") {
-		t.Errorf("Runtime %q, want CPython 3.x (notes %q)", p.Runtime, p.Notes)
+	if want := "CPython " + version; version != "" && p.Runtime != want || !strings.HasPrefix(p.Runtime, "CPython 3.") {
+		t.Errorf("Runtime %q, want CPython %s (notes %q)", p.Runtime, version, p.Notes)
 	}
 	for _, n := range p.Notes {
-		if strings.Contains(n, "Python") {
+		if strings.Contains(n, "Python") || strings.Contains(n, "GIL") {
 			t.Errorf("note: %s", n)
 		}
 	}
@@ -142,10 +145,13 @@ func frameList(st []stacks.Frame) string {
 // frames name that line, under the native lock wait.
 func TestPythonLock(t *testing.T) {
 	patient.RequirePtrace(t)
-	patient.RequireTool(t, patient.Python)
+	forEachPython(t, testPythonLock)
+}
+
+func testPythonLock(t *testing.T, interp pyInterp) {
 	script := patient.Build(t, "lock.py")
-	p := patient.Start(t, patient.Python, script)
-	snap := attachPython(t, p.Pid, 2)
+	p := patient.Start(t, interp.Path, script)
+	snap := attachPython(t, p.Pid, 2, interp.Version)
 	proc := snap.Processes[0]
 	main := threadByTid(t, proc, p.Pid)
 	checkNoEvaluator(t, main)
@@ -193,7 +199,7 @@ func TestPythonForkChild(t *testing.T) {
 	script := patient.Build(t, "pyfork_lock.py")
 	p := patient.Start(t, patient.Python, script)
 	child := p.Int(t, "child")
-	snap := attachPython(t, child, 1)
+	snap := attachPython(t, child, 1, "")
 	proc := snap.Processes[0]
 	if len(proc.Threads) != 1 {
 		t.Fatalf("child: %d threads, want 1", len(proc.Threads))
@@ -225,7 +231,7 @@ func TestPythonEmbedded(t *testing.T) {
 	}
 	bin := patient.Build(t, "py_embed.c", "-O2", "-I"+inc, "-lpython3.11")
 	p := patient.Start(t, bin)
-	snap := attachPython(t, p.Pid, 1)
+	snap := attachPython(t, p.Pid, 1, "")
 	main := threadByTid(t, snap.Processes[0], p.Pid)
 	checkNoEvaluator(t, main)
 	src := filepath.Join(patient.Dir(t), "py_embed.c")
@@ -250,7 +256,7 @@ func TestPythonCore(t *testing.T) {
 	if !p.Settle(5 * time.Second) {
 		t.Fatalf("py_stacks.py did not settle")
 	}
-	live := attachPython(t, p.Pid, 1).Processes[0]
+	live := attachPython(t, p.Pid, 1, "").Processes[0]
 	path := patient.Gcore(t, p.Pid, t.TempDir())
 	snap, err := Core(path, CoreOptions{})
 	if err != nil {
@@ -277,13 +283,16 @@ func TestPythonCore(t *testing.T) {
 // SIGUSR1) and compares the two, thread by thread and line by line.
 func TestPythonMatchesFaulthandler(t *testing.T) {
 	patient.RequirePtrace(t)
-	patient.RequireTool(t, patient.Python)
+	forEachPython(t, testPythonMatchesFaulthandler)
+}
+
+func testPythonMatchesFaulthandler(t *testing.T, interp pyInterp) {
 	script := patient.Build(t, "py_stacks.py")
-	p := patient.Start(t, patient.Python, script)
+	p := patient.Start(t, interp.Path, script)
 	if !p.Settle(5 * time.Second) {
 		t.Fatalf("py_stacks.py did not settle")
 	}
-	snap := attachPython(t, p.Pid, 1)
+	snap := attachPython(t, p.Pid, 1, interp.Version)
 	proc := snap.Processes[0]
 
 	// The names, tids and pthread ids the patient announced.
@@ -352,7 +361,7 @@ func TestPythonMatchesFaulthandler(t *testing.T) {
 	if threads != 4 {
 		t.Errorf("%d threads compared, want 4", threads)
 	}
-	t.Logf("faulthandler and hangdoc agree on %d threads, %d Python frames", threads, frames)
+	t.Logf("CPython %s: faulthandler and hangdoc agree on %d threads, %d Python frames", interp.Version, threads, frames)
 
 	// What reading the interpreter costs a sample (memory reads only).
 	tg, err := openTarget(p.Pid)
@@ -399,9 +408,12 @@ func countNative(st []stacks.Frame) int {
 // and w1, w2 wait for it in take_gil.
 func TestPythonGILHolder(t *testing.T) {
 	patient.RequirePtrace(t)
-	patient.RequireTool(t, patient.Python)
+	forEachPython(t, testPythonGILHolder)
+}
+
+func testPythonGILHolder(t *testing.T, interp pyInterp) {
 	script := patient.Build(t, "py_stacks_gil.py")
-	p := patient.Start(t, patient.Python, script)
+	p := patient.Start(t, interp.Path, script)
 	waiters := map[int]string{}
 	for _, l := range p.Early() {
 		var name string
@@ -423,7 +435,7 @@ func TestPythonGILHolder(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	snap := attachPython(t, p.Pid, 2)
+	snap := attachPython(t, p.Pid, 2, interp.Version)
 	proc := snap.Processes[0]
 	src := filepath.Join(patient.Dir(t), "py_stacks_gil.py")
 	main := threadByTid(t, proc, p.Pid)
@@ -485,4 +497,45 @@ func indexOfFrame(st []stacks.Frame, name string) int {
 		}
 	}
 	return -1
+}
+
+// TestPythonUnsupported310: a CPython 3.10 (pyenv's, when installed)
+// keeps its native stacks, evaluator frames included, and gets one note
+// saying its version is not supported.
+func TestPythonUnsupported310(t *testing.T) {
+	patient.RequirePtrace(t)
+	interps := pyenvPythons("3.10*")
+	if len(interps) == 0 {
+		t.Skipf("no pyenv CPython 3.10 under %s/versions: it is not installed by scripts/install-deps.sh", pyenvRoot())
+	}
+	interp := interps[0]
+	p := patient.Start(t, interp.Path, patient.Build(t, "lock.py"))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	snap, err := Attach(ctx, []int{p.Pid}, Options{Samples: 2, Interval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("Attach(%d): %v", p.Pid, err)
+	}
+	proc := snap.Processes[0]
+	var notes []string
+	for _, n := range proc.Notes {
+		if strings.Contains(n, "Python") {
+			notes = append(notes, n)
+		}
+	}
+	want := "libpython3.10.so.1.0: CPython 3.10 is not supported (hangdoc reads 3.11 and later): Python frames are not shown, native stacks are"
+	if len(notes) != 1 || notes[0] != want {
+		t.Errorf("Python notes %q, want one: %q", notes, want)
+	}
+	if proc.Runtime != "" || snap.Evidence.GIL {
+		t.Errorf("Runtime %q, Evidence.GIL %v: nothing of the interpreter was read", proc.Runtime, snap.Evidence.GIL)
+	}
+	main := threadByTid(t, proc, p.Pid)
+	names := stackNames(main.Stack)
+	if i, j := indexOfName(names, "PyThread_acquire_lock_timed"), indexOfName(names, evalFrameFunc); i < 0 || j < i {
+		t.Errorf("main's native stack lacks PyThread_acquire_lock_timed above %s:%s", evalFrameFunc, frameList(main.Stack))
+	}
+	if py := pyFrames(main.Stack); len(py) != 0 {
+		t.Errorf("Python frames from an unsupported interpreter:%s", frameList(py))
+	}
 }

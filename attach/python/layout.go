@@ -56,7 +56,12 @@ type gilPlace struct {
 	// the offset of the pointer to it in the interpreter (gilPointer),
 	// or 0 with locked and holder relative to the interpreter
 	// (gilInInterp).
-	off            uint64
+	off uint64
+	// own is, in 3.12, the offset of interp->_gil: the GIL structure of
+	// an interpreter that has its own (the main one always does), which
+	// interp->ceval.gil points at; other interpreters point at the main
+	// interpreter's.
+	own            uint64
 	locked, holder uint64 // offsets inside the GIL structure (or interp)
 	// cond tells a thread waiting in take_gil by the futex it sleeps on.
 	cond uint64
@@ -80,9 +85,9 @@ const (
 	condSize     = 48 // pthread_cond_t
 )
 
-// layout311 is CPython 3.11's layout (x86-64, Linux). TestLayout311
-// compares every offset with offsetof() compiled against the installed
-// 3.11 headers.
+// layout311 is CPython 3.11's layout (x86-64, Linux). TestLayoutHeaders
+// compares every offset with offsetof() compiled against each installed
+// 3.11's headers (Debian's 3.11.2, pyenv's 3.11.7).
 var layout311 = layout{
 	runtimeInterpHead: 40,
 	interpNext:        0, interpThreadsHead: 16,
@@ -101,16 +106,18 @@ var layout311 = layout{
 // pycore_interp.h, pycore_runtime.h): the wstr fields are gone from
 // strings, _PyCFrame lost use_tracing, frames carry an owner
 // FRAME_OWNED_BY_CSTACK (3) for the shim that starts each evaluator call,
-// and the GIL moved behind interp->ceval.gil (interp+384 in 3.12.0:
-// next, ids, threads, runtime, _finalizing, a 240-byte gc state,
+// and the GIL moved behind interp->ceval.gil (interp+384 in 3.12.0 and
+// 3.12.1: next, ids, threads, runtime, _finalizing, a 240-byte gc state,
 // sysdict, builtins, then ceval {eval_breaker, gil_drop_request,
-// recursion_limit, gil}). The reader checks what that pointer points at
+// recursion_limit, gil}), which points at interp->_gil (interp+1040).
+// TestLayoutHeaders compares it with offsetof() of every 3.12 whose
+// headers are installed. The reader checks what that pointer points at
 // and searches the interpreter for it when the check fails
 // (findGIL312).
 var layout312 = layout{
 	runtimeInterpHead: 40,
 	interpNext:        0, interpThreadsHead: 72,
-	gil:        gilPlace{kind: gilPointer, off: 384, locked: gilLockedOff, holder: gilHolderOff, cond: gilCondOff},
+	gil:        gilPlace{kind: gilPointer, off: 384, own: 1040, locked: gilLockedOff, holder: gilHolderOff, cond: gilCondOff},
 	tstateNext: 8, tstateThreadID: 136, tstateNativeID: 144,
 	tstateCFrame: 56, cframeCurrentFrame: 0, tstateCurrentFrame: none,
 	frameCode: 0, framePrevious: 8, frameInstr: 56, frameOwner: 70, frameIsEntry: none,

@@ -73,6 +73,8 @@ type State struct {
 	// GIL is set when the GIL's state was read: a thread without
 	// HoldsGIL then does not hold it.
 	GIL bool
+	// GILErr says why the GIL's state could not be read (GIL false).
+	GILErr error
 	// GILWait are the address ranges (start, end) of the GILs' condition
 	// variables: a thread asleep on a futex in one waits in take_gil (a
 	// wait on the GIL's mutex may be drop_gil's too, so it is not told).
@@ -331,12 +333,14 @@ func (r *Reader) readGIL(st *State, interp uint64, threads []Thread) {
 		}
 		base = r.runtime + g.off
 	case gilPointer:
-		off := r.findGIL312(interp, threads)
-		if off == 0 {
+		off, err := r.findGIL312(interp, threads)
+		if err != nil {
+			st.GILErr = err
 			return
 		}
 		p, err := r.ptr(interp + off)
 		if err != nil || p == 0 {
+			st.GILErr = fmt.Errorf("interp->ceval.gil (+%d): %#x, %v", off, p, err)
 			return
 		}
 		base = p
@@ -347,10 +351,12 @@ func (r *Reader) readGIL(st *State, interp uint64, threads []Thread) {
 	}
 	locked, err := r.word(base + g.locked)
 	if err != nil {
+		st.GILErr = fmt.Errorf("GIL at %#x: locked: %w", base, err)
 		return
 	}
 	holder, err := r.ptr(base + g.holder)
 	if err != nil {
+		st.GILErr = fmt.Errorf("GIL at %#x: holder: %w", base, err)
 		return
 	}
 	st.GIL = true
@@ -372,44 +378,60 @@ func (r *Reader) mainInterp() uint64 {
 }
 
 // findGIL312 returns the offset of interp->ceval.gil in 3.12: the
-// table's (384 in 3.12.0) when the GIL structure it points at looks like
-// one (its holder is 0 or one of the interpreter's threads, its locked
-// flag 0 or 1, its interval sane); otherwise the first word of the
-// interpreter that points inside it at such a structure (interp->_gil of
-// an interpreter with its own GIL), in case a 3.12.x build moved it.
-func (r *Reader) findGIL312(interp uint64, threads []Thread) uint64 {
+// table's (384 in 3.12.0 and 3.12.1) when it points at interp->_gil or
+// at the main interpreter's, or at a structure that looks like a GIL;
+// otherwise the first word of the interpreter that points inside it at
+// such a structure, in case a 3.12.x build moved it. The error says why
+// none was found.
+//
+// A GIL looks like one when its switch interval (microseconds, any
+// positive value: sys.setswitchinterval(1000) makes it 10^9) is not 0,
+// its locked flag is 0 or 1, and a locked GIL's holder is one of the
+// interpreter's threads (a released GIL's last_holder may be a thread
+// state since freed, so the table's pointer accepts any; the search,
+// which tries every pointer, wants last_holder to be one of the threads:
+// structures that start with a word and two zero words abound).
+func (r *Reader) findGIL312(interp uint64, threads []Thread) (uint64, error) {
 	if r.gil312 != 0 {
-		return r.gil312
+		return r.gil312, nil
 	}
-	isThread := map[uint64]bool{0: true}
+	isThread := map[uint64]bool{}
 	for _, t := range threads {
 		isThread[t.Addr] = true
 	}
 	le := binary.LittleEndian
-	plausible := func(g []byte) bool {
+	plausible := func(g []byte, strict bool) bool {
 		interval, holder, locked := le.Uint64(g), le.Uint64(g[gilHolderOff:]), le.Uint32(g[gilLockedOff:])
-		return interval > 0 && interval <= 100_000_000 && isThread[holder] && locked <= 1 && (holder != 0 || locked == 0)
+		if strict && !isThread[holder] {
+			return false
+		}
+		return interval != 0 && (locked == 0 || locked == 1 && isThread[holder])
 	}
-	var g [24]byte
-	if p, err := r.ptr(interp + r.l.gil.off); err == nil && p&7 == 0 && r.read(g[:], p) == nil && plausible(g[:]) {
-		r.gil312 = r.l.gil.off
-		return r.gil312
+	g := r.l.gil
+	var buf [24]byte
+	p, err := r.ptr(interp + g.off)
+	if err == nil && p != 0 && p&7 == 0 {
+		if g.own != 0 && (p == interp+g.own || p == r.mainInterp()+g.own) ||
+			r.read(buf[:], p) == nil && plausible(buf[:], false) {
+			r.gil312 = g.off
+			return r.gil312, nil
+		}
 	}
 	const scan = 96 << 10
-	buf := make([]byte, scan)
-	n, _ := r.mem.ReadAt(buf, interp)
-	buf = buf[:max(n, 0)&^7]
-	for off := 0; off+8 <= len(buf); off += 8 {
-		p := le.Uint64(buf[off:])
-		if p <= interp+uint64(off) || p&7 != 0 || p-interp+24 > uint64(len(buf)) {
+	raw := make([]byte, scan)
+	n, _ := r.mem.ReadAt(raw, interp)
+	raw = raw[:max(n, 0)&^7]
+	for off := 0; off+8 <= len(raw); off += 8 {
+		q := le.Uint64(raw[off:])
+		if q <= interp+uint64(off) || q&7 != 0 || q-interp+24 > uint64(len(raw)) {
 			continue
 		}
-		if plausible(buf[p-interp:]) {
+		if plausible(raw[q-interp:], true) {
 			r.gil312 = uint64(off)
-			return r.gil312
+			return r.gil312, nil
 		}
 	}
-	return 0
+	return 0, fmt.Errorf("interp->ceval.gil (+%d) holds %#x, which is not interp->_gil (+%d) nor a GIL structure, and no pointer in the interpreter's first %d KiB leads to one", g.off, p, g.own, scan>>10)
 }
 
 // ptr reads a pointer.

@@ -45,10 +45,16 @@ func TestRead311(t *testing.T) {
 // TestRead312 lays out 3.12's structures: GIL behind interp->ceval.gil
 // (pointing at interp->_gil), CSTACK shim frames between evaluator calls,
 // strings without wstr. The pointer is where the 3.12.0 table says, or,
-// for a build that moved it, elsewhere in the interpreter.
+// for a build that moved it, elsewhere in the interpreter. The switch
+// interval is the default 5 ms or sys.setswitchinterval(1000)'s 10^9 us
+// (the live 3.12.1 py_stacks_gil.py patient showed that a bound on it
+// lost the GIL).
 func TestRead312(t *testing.T) {
-	for _, cevalGIL := range []uint64{layout312.gil.off, 0x1e0} {
-		t.Run(fmt.Sprintf("ceval.gil at %#x", cevalGIL), func(t *testing.T) {
+	for _, c := range []struct{ cevalGIL, interval uint64 }{
+		{layout312.gil.off, 5000}, {0x1e0, 5000}, {layout312.gil.off, 1e9}, {0x1e0, 1e9},
+	} {
+		cevalGIL := c.cevalGIL
+		t.Run(fmt.Sprintf("ceval.gil at %#x, interval %d", cevalGIL, c.interval), func(t *testing.T) {
 			l := layout312
 			m := newImage(1 << 20)
 			runtime := m.alloc(t, 1024)
@@ -57,7 +63,7 @@ func TestRead312(t *testing.T) {
 			ts := m.buildThreads(t, &l, interp, twoThreads)
 			const ownGIL = 0x2c40
 			m.put64(interp+cevalGIL, interp+ownGIL)
-			m.put64(interp+ownGIL, 5000)
+			m.put64(interp+ownGIL, c.interval)
 			m.put64(interp+ownGIL+gilHolderOff, ts[1])
 			m.put32(interp+ownGIL+gilLockedOff, 1)
 
@@ -76,7 +82,24 @@ func TestRead312(t *testing.T) {
 			if len(st.GILWait) != 1 || st.GILWait[0][0] != interp+ownGIL+32 {
 				t.Errorf("GILWait %#x, want the cond at %#x", st.GILWait, interp+ownGIL+32)
 			}
+			if !st.GIL || st.GILErr != nil {
+				t.Errorf("GIL %v, GILErr %v", st.GIL, st.GILErr)
+			}
 		})
+	}
+	// No GIL anywhere: the state says why.
+	l := layout312
+	m := newImage(1 << 20)
+	runtime := m.alloc(t, 1024)
+	interp := m.alloc(t, 16<<10)
+	m.put64(runtime+l.runtimeInterpHead, interp)
+	m.buildThreads(t, &l, interp, twoThreads)
+	st, err := Read(m, runtime, MakeVersion(3, 12, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.GIL || st.GILErr == nil || !strings.Contains(st.GILErr.Error(), "interp->ceval.gil") {
+		t.Errorf("no GIL in the image: GIL %v, GILErr %v", st.GIL, st.GILErr)
 	}
 }
 
