@@ -1,6 +1,7 @@
 package attach
 
 import (
+	"bytes"
 	"debug/elf"
 	"encoding/binary"
 	"encoding/hex"
@@ -16,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hangdoc/hangdoc/attach/core"
+	"github.com/hangdoc/hangdoc/attach/goproc"
 	"github.com/hangdoc/hangdoc/attach/module"
 	"github.com/hangdoc/hangdoc/attach/unwind"
 	"github.com/hangdoc/hangdoc/stacks"
@@ -123,8 +125,23 @@ func Core(path string, opts CoreOptions) (snap *stacks.Snapshot, err error) {
 	}
 	threads := slices.Clone(cf.Threads)
 	slices.SortStableFunc(threads, func(a, b core.Thread) int { return a.TID - b.TID })
+	snap = &stacks.Snapshot{
+		Schema:    stacks.Schema,
+		Source:    "core",
+		Taken:     taken,
+		Samples:   1,
+		Evidence:  stacks.Evidence{Owners: true, Syscalls: true},
+		Processes: []*stacks.Process{proc},
+	}
+	if read, note := goCore(cf, mods, mem, proc, threads, opts); read {
+		proc.Notes = append(notes, proc.Notes...)
+		proc.Notes = append(proc.Notes, signalNote(threads)...)
+		return snap, nil
+	} else if note != "" {
+		notes = append(notes, note)
+	}
 	symbols := map[uint64]stacks.Frame{}
-	unwound, signal := 0, 0
+	unwound := 0
 	var stops []string
 	for _, th := range threads {
 		t := &stacks.Thread{Tid: th.TID, State: "R"}
@@ -137,9 +154,6 @@ func Core(path string, opts CoreOptions) (snap *stacks.Snapshot, err error) {
 			t.State = "S"
 			t.Wait = waitOf(sc)
 			lockEvidence(mem, mods.space, t.Wait, t.Stack)
-		}
-		if th.Signal != 0 && th.Signal != int(unix.SIGSTOP) && signal == 0 {
-			signal = th.Signal
 		}
 		if stackRead(res, t.Stack) {
 			unwound++
@@ -156,20 +170,152 @@ func Core(path string, opts CoreOptions) (snap *stacks.Snapshot, err error) {
 	if unwound == 0 {
 		return nil, fmt.Errorf("%w: %s%s", ErrNoStacks, strings.Join(stops, "; "), because(notes))
 	}
-	if signal != 0 {
-		// The kernel gives every thread the signal that dumped the core.
-		notes = append(notes, fmt.Sprintf("the core was written on signal %d (%s)", signal, unix.SignalName(unix.Signal(signal))))
-	}
+	notes = append(notes, signalNote(threads)...)
 	proc.Notes = notes
-	gil := pythonInCore(proc, mods.space, mem) // Python frames (python.go)
-	return &stacks.Snapshot{
-		Schema:    stacks.Schema,
-		Source:    "core",
-		Taken:     taken,
-		Samples:   1,
-		Evidence:  stacks.Evidence{Owners: true, Syscalls: true, GIL: gil},
-		Processes: []*stacks.Process{proc},
-	}, nil
+	snap.Evidence.GIL = pythonInCore(proc, mods.space, mem) // Python frames (python.go)
+	return snap, nil
+}
+
+// goCore reads the goroutines of a Go program's core into proc, with the
+// reader a live attach uses (attach/goproc) over the core's memory and
+// its threads' registers: proc.Threads are the goroutines, proc.OSThreads
+// the OS threads. It returns false when the program is not Go, or with a
+// note when it is but its goroutines could not be read (no DWARF, a
+// damaged core): the OS threads are then read as for any program.
+func goCore(cf *core.File, mods *coreModules, mem *core.FileBacked, proc *stacks.Process, threads []core.Thread, opts CoreOptions) (read bool, note string) {
+	exe := mods.exeHost(opts)
+	if exe == "" {
+		return false, ""
+	}
+	if _, isGo := goproc.Version(exe); !isGo {
+		return false, ""
+	}
+	const fallback = "goroutines not read, OS threads shown instead: "
+	defer func() {
+		// delve is not meant to panic on a damaged core either; if it
+		// does, the OS threads are still worth reading.
+		if p := recover(); p != nil {
+			proc.Threads, proc.OSThreads, proc.Runtime = nil, nil, ""
+			read, note = false, fmt.Sprintf("%sinternal error: %v", fallback, p)
+		}
+	}()
+	if err := sameFirstPage(cf, mods.exe, exe); err != nil {
+		return false, fallback + err.Error()
+	}
+	entry, ok := cf.AuxVal(core.AtEntry)
+	if !ok {
+		return false, fallback + "the core has no auxiliary vector (NT_AUXV) to place the executable by"
+	}
+	r, err := goproc.OpenCore(proc.Pid, exe, entry, mem)
+	if err != nil {
+		return false, fallback + err.Error()
+	}
+	regs := make([]goproc.ThreadRegs, 0, len(threads))
+	for _, th := range threads {
+		regs = append(regs, goproc.ThreadRegs{Tid: th.TID, Regs: corePtraceRegs(th)})
+	}
+	res, err := r.Read(regs, goproc.Options{MaxDepth: opts.MaxDepth, Threads: true})
+	if err != nil {
+		return false, fallback + err.Error()
+	}
+	if len(res.Goroutines) == 0 {
+		return false, fallback + "the core's runtime lists no goroutine"
+	}
+	proc.Runtime = r.GoVersion()
+	for _, g := range res.Goroutines {
+		g.Samples = []stacks.Sample{{State: g.State, Stack: g.Stack}}
+		proc.Threads = append(proc.Threads, g)
+	}
+	for _, th := range threads {
+		t := &stacks.Thread{Tid: th.TID, State: "R", Stack: res.OSThreads[th.TID]}
+		if th.TID == proc.Pid {
+			t.Name = commName(cf.Name)
+		}
+		if sc, blocked := coreSyscall(th); blocked {
+			t.State, t.Wait = "S", waitOf(sc)
+		}
+		t.Samples = []stacks.Sample{{State: t.State, Stack: t.Stack, Wait: t.Wait}}
+		if th.TID == proc.Pid {
+			proc.State = t.State
+		}
+		proc.OSThreads = append(proc.OSThreads, t)
+	}
+	proc.Notes = append(proc.Notes, res.Notes...)
+	return true, ""
+}
+
+// sameFirstPage checks that exe is the build the process ran when the
+// core holds the first page of its executable (the kernel and gcore
+// dump it: ELF header, program headers, notes): a Go binary carries no
+// GNU build id to compare, and delve reading the runtime with another
+// build's debug information reads nonsense. Nothing to compare passes.
+func sameFirstPage(cf *core.File, name, exe string) error {
+	const page = 4096
+	for _, m := range cf.Mappings {
+		if m.Offset != 0 || strings.TrimSuffix(m.Path, deletedSuffix) != name || m.End-m.Start < page {
+			continue
+		}
+		mapped := make([]byte, page)
+		if n, _ := cf.ReadAt(mapped, m.Start); n < page {
+			return nil
+		}
+		f, err := os.Open(exe)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		onDisk := make([]byte, page)
+		n, _ := f.ReadAt(onDisk, 0)
+		if !bytes.Equal(mapped[:n], onDisk[:n]) || n == 0 {
+			return fmt.Errorf("%s is not the build the process ran (its first page differs from the one in the core); pass that very executable with --exe", exe)
+		}
+		return nil
+	}
+	return nil
+}
+
+// exeHost is the file on this machine the core's executable is read
+// from: --exe, or the file its NT_FILE path names when that passed the
+// checks (present, the same build); "" when there is none.
+func (c *coreModules) exeHost(opts CoreOptions) string {
+	if opts.Exe != "" {
+		return opts.Exe
+	}
+	if c.exe == "" {
+		return ""
+	}
+	for raw, host := range c.files {
+		if strings.TrimSuffix(raw, deletedSuffix) == c.exe && host != "" {
+			return host
+		}
+	}
+	return ""
+}
+
+// corePtraceRegs is a core thread's NT_PRSTATUS as PTRACE_GETREGS gives
+// it for a live thread (what goproc reads); the registers the core
+// reader keeps no copy of (segments, flags) are zero, which delve does
+// not use.
+func corePtraceRegs(th core.Thread) unix.PtraceRegs {
+	v := &th.Regs.Val
+	return unix.PtraceRegs{
+		R15: v[15], R14: v[14], R13: v[13], R12: v[12], Rbp: v[unwind.RBP], Rbx: v[unwind.RBX],
+		R11: v[11], R10: v[10], R9: v[9], R8: v[unwind.R8],
+		Rax: uint64(th.RAX), Rcx: v[unwind.RCX], Rdx: v[unwind.RDX], Rsi: v[unwind.RSI], Rdi: v[unwind.RDI],
+		Orig_rax: uint64(th.OrigRAX), Rip: v[unwind.RIP], Rsp: v[unwind.RSP],
+		Fs_base: th.FSBase, Gs_base: th.GSBase,
+	}
+}
+
+// signalNote names the signal that wrote a kernel core.
+func signalNote(threads []core.Thread) []string {
+	for _, th := range threads {
+		if th.Signal != 0 && th.Signal != int(unix.SIGSTOP) {
+			// The kernel gives every thread the signal that dumped the core.
+			return []string{fmt.Sprintf("the core was written on signal %d (%s)", th.Signal, unix.SignalName(unix.Signal(th.Signal)))}
+		}
+	}
+	return nil
 }
 
 // coreSyscall reads the system call a core's thread was blocked in from

@@ -1,5 +1,5 @@
-// Package goproc reads the goroutines of a live Go process through
-// delve's proc package without writing to it.
+// Package goproc reads the goroutines of a Go process, live or from a
+// core file, through delve's proc package without writing to it.
 //
 // delve's native backend attaches with ptrace for the whole session and
 // writes breakpoints into the target (its unrecovered-panic and
@@ -11,6 +11,10 @@
 // the target (memory, registers, breakpoints, execution) returns an
 // error, so the breakpoints delve creates when it opens a target are
 // refused before any byte is written.
+//
+// A core file is read the same way: its memory instead of the live
+// process's, its NT_PRSTATUS registers instead of those captured under
+// ptrace; the Reader and everything it reads are the same.
 package goproc
 
 import (
@@ -28,8 +32,23 @@ import (
 // ErrReadOnly is what every method that would change the target returns.
 var ErrReadOnly = errors.New("hangdoc reads Go processes without changing them")
 
-// process is a live process seen read-only: proc.ProcessInternal and
-// proc.ProcessGroup over captured registers and process_vm_readv.
+// Memory is where a target's memory is read: a live process's
+// (process_vm_readv) or a core file's. A short read returns the bytes
+// read and an error.
+type Memory interface {
+	ReadAt(p []byte, addr uint64) (int, error)
+}
+
+// liveMemory reads a live process's memory with process_vm_readv: no
+// stop, no ptrace attachment.
+type liveMemory int // the pid
+
+func (pid liveMemory) ReadAt(buf []byte, addr uint64) (int, error) {
+	return readMemory(int(pid), buf, addr)
+}
+
+// process is a process seen read-only: proc.ProcessInternal and
+// proc.ProcessGroup over captured registers and its Memory.
 type process struct {
 	// unimplemented supplies the eBPF methods (SetUProbe,
 	// GetBufferedTracepoints) whose types live in an internal delve
@@ -37,7 +56,7 @@ type process struct {
 	// says true, which it never does here.
 	unimplemented
 
-	pid         int
+	mem         Memory
 	entryPoint  uint64
 	bi          *proc.BinaryInfo
 	threads     map[int]*thread
@@ -68,7 +87,7 @@ func newPageCache() *pageCache {
 
 // read fills buf from cached pages, reading the missing ones; false
 // means a page could not be read (the caller reads buf directly).
-func (c *pageCache) read(pid int, buf []byte, addr uint64) bool {
+func (c *pageCache) read(mem Memory, buf []byte, addr uint64) bool {
 	if len(buf) == 0 || len(buf) > pageSize {
 		return false
 	}
@@ -78,7 +97,7 @@ func (c *pageCache) read(pid int, buf []byte, addr uint64) bool {
 		page, ok := c.pages[base]
 		if !ok {
 			page = make([]byte, pageSize)
-			if n, err := readMemory(pid, page, base); err != nil || n != pageSize {
+			if n, err := mem.ReadAt(page, base); err != nil || n != pageSize {
 				return false
 			}
 			c.add(base, page)
@@ -112,14 +131,16 @@ func (p *process) refuse() error {
 	return ErrReadOnly
 }
 
-// ReadMemory reads the target's memory with process_vm_readv: no stop,
-// no ptrace attachment. Small reads go through the page cache while a
-// sample is read.
+// ReadMemory reads the target's memory. Small reads go through the page
+// cache while a sample is read.
 func (p *process) ReadMemory(buf []byte, addr uint64) (int, error) {
-	if p.pages != nil && p.pages.read(p.pid, buf, addr) {
+	if p.pages != nil && p.pages.read(p.mem, buf, addr) {
 		return len(buf), nil
 	}
-	n, err := readMemory(p.pid, buf, addr)
+	if len(buf) == 0 {
+		return 0, nil
+	}
+	n, err := p.mem.ReadAt(buf, addr)
 	if err == nil && n < len(buf) {
 		err = fmt.Errorf("short read at %#x: %d of %d bytes", addr, n, len(buf))
 	}

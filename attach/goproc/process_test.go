@@ -14,7 +14,7 @@ import (
 // TestProcessRefusesChanges: every method through which delve could
 // change the target returns ErrReadOnly and is counted.
 func TestProcessRefusesChanges(t *testing.T) {
-	p := &process{pid: os.Getpid(), threads: map[int]*thread{}, breakpoints: proc.NewBreakpointMap()}
+	p := &process{mem: liveMemory(os.Getpid()), threads: map[int]*thread{}, breakpoints: proc.NewBreakpointMap()}
 	th := &thread{p: p, tid: os.Getpid()}
 	changes := map[string]error{
 		"WriteMemory":      second(p.WriteMemory(0x1000, []byte{0xcc})),
@@ -54,14 +54,14 @@ func TestPageCache(t *testing.T) {
 	c := newPageCache()
 	for try := 0; try < 2; try++ {
 		got := make([]byte, 300)
-		if !c.read(os.Getpid(), got, start) || !bytes.Equal(got, want) {
+		if !c.read(liveMemory(os.Getpid()), got, start) || !bytes.Equal(got, want) {
 			t.Fatalf("read %d across a page boundary: got %x…, want %x…", try, got[:8], want[:8])
 		}
 	}
 	if len(c.pages) != 2 {
 		t.Errorf("%d pages cached, want 2", len(c.pages))
 	}
-	if c.read(os.Getpid(), make([]byte, 8), 0x10) {
+	if c.read(liveMemory(os.Getpid()), make([]byte, 8), 0x10) {
 		t.Error("a read at 0x10 (unmapped) succeeded")
 	}
 	for i := 0; i < maxPages+10; i++ {

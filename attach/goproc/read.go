@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"go/constant"
 	"os"
 	"reflect"
 	"strconv"
@@ -37,39 +38,67 @@ type ThreadRegs struct {
 	Regs unix.PtraceRegs
 }
 
-// Reader reads the goroutines of one process, sample after sample. It
-// is not safe for concurrent use.
+// Reader reads the goroutines of one process, sample after sample, or
+// of one core file. It is not safe for concurrent use.
 type Reader struct {
 	pid     int
+	what    string // "pid 123" or "core of pid 123", for messages
+	exe     string // the executable delve reads the debug information of
 	version string
 	p       *process
 	target  *proc.Target
 	rt      *runtimeInfo // read on the first sample
+	// live is false for a core: its clock stopped when it was written.
+	live bool
 }
 
 // Open loads the executable's debug information (the slow part: DWARF,
 // line tables) without stopping or touching the process.
 func Open(pid int) (*Reader, error) {
-	exe := fmt.Sprintf("/proc/%d/exe", pid) // the mapped file, even if deleted or replaced
-	version, ok := Version(exe)
-	if !ok {
-		return nil, fmt.Errorf("pid %d: not a Go program (no Go build information in its executable)", pid)
-	}
-	if err := hasDWARF(exe); err != nil {
-		return nil, fmt.Errorf("pid %d: %v", pid, err)
-	}
+	what := fmt.Sprintf("pid %d", pid)
 	entry, err := entryPoint(pid)
 	if err != nil {
 		return nil, err
 	}
-	p := &process{pid: pid, entryPoint: entry, bi: proc.NewBinaryInfo("linux", "amd64", true),
+	// The mapped file, even if deleted or replaced.
+	r, err := open(what, fmt.Sprintf("/proc/%d/exe", pid), entry, liveMemory(pid))
+	if err != nil {
+		return nil, err
+	}
+	r.pid, r.live = pid, true
+	return r, nil
+}
+
+// OpenCore is Open for a core file of process pid: exe is the
+// executable it ran (the very build), entry its entry point as the
+// core's auxiliary vector gives it (AT_ENTRY), mem the core's memory,
+// with the mapped files behind what the core left out (a kernel core
+// holds no read-only data of the executable).
+func OpenCore(pid int, exe string, entry uint64, mem Memory) (*Reader, error) {
+	r, err := open(fmt.Sprintf("core of pid %d", pid), exe, entry, mem)
+	if err != nil {
+		return nil, err
+	}
+	r.pid = pid
+	return r, nil
+}
+
+func open(what, exe string, entry uint64, mem Memory) (*Reader, error) {
+	version, ok := Version(exe)
+	if !ok {
+		return nil, fmt.Errorf("%s: not a Go program (no Go build information in its executable)", what)
+	}
+	if err := hasDWARF(exe); err != nil {
+		return nil, fmt.Errorf("%s: %v", what, err)
+	}
+	p := &process{mem: mem, entryPoint: entry, bi: proc.NewBinaryInfo("linux", "amd64", true),
 		threads: map[int]*thread{}, breakpoints: proc.NewBreakpointMap()}
 	// Loaded here so that the target built on the first sample finds it
 	// (AddImage skips an image it has) and no thread waits for DWARF.
 	if err := p.bi.LoadBinaryInfo(exe, entry, nil); err != nil {
-		return nil, fmt.Errorf("pid %d: Go debug information: %v", pid, err)
+		return nil, fmt.Errorf("%s: Go debug information: %v", what, err)
 	}
-	return &Reader{pid: pid, version: version, p: p}, nil
+	return &Reader{what: what, exe: exe, version: version, p: p}, nil
 }
 
 // GoVersion is the runtime's version, "go1.26.8".
@@ -159,11 +188,11 @@ func (r *Reader) Read(regs []ThreadRegs, opts Options) (*Result, error) {
 	}
 	gs, _, err := proc.GoroutinesInfo(r.target, 0, 0)
 	if err != nil {
-		return nil, fmt.Errorf("pid %d: goroutines: %v", r.pid, err)
+		return nil, fmt.Errorf("%s: goroutines: %v", r.what, err)
 	}
 	extra := r.rt.readGs(r.p)
 	var sema map[uint64]uint64
-	now := monotonicNow()
+	now := r.now(gs)
 	for _, g := range gs {
 		if g.Unreadable != nil {
 			addNote(&res.Notes, fmt.Sprintf("a goroutine could not be read: %v", g.Unreadable))
@@ -247,10 +276,9 @@ func (r *Reader) openTarget(current *thread) error {
 		DisableAsyncPreempt: false, // true would write runtime.debug.asyncpreemptoff
 		CanDump:             false,
 	})
-	exe := fmt.Sprintf("/proc/%d/exe", r.pid)
-	t, err := addTarget(r.p, r.pid, current, exe, proc.StopAttached, "")
+	t, err := addTarget(r.p, r.pid, current, r.exe, proc.StopAttached, "")
 	if err != nil {
-		return fmt.Errorf("pid %d: %v", r.pid, err)
+		return fmt.Errorf("%s: %v", r.what, err)
 	}
 	r.target = t
 	return nil
@@ -394,6 +422,50 @@ func addNote(notes *[]string, n string) {
 		}
 	}
 	*notes = append(*notes, n)
+}
+
+// now is the runtime's clock (nanotime) at the read: the monotonic clock
+// for a live process. A core's clock stopped when it was written, at a
+// time no note records: the latest time the runtime itself wrote down
+// (the last network poll, the end of the last GC, the start of a wait)
+// is the nearest known before it, so waits read from a core are at
+// least as long as said.
+func (r *Reader) now(gs []*proc.G) int64 {
+	if r.live {
+		return monotonicNow()
+	}
+	var latest int64
+	for _, g := range gs {
+		latest = max(latest, g.WaitSince)
+	}
+	scope, err := proc.ThreadScope(r.target, r.target.CurrentThread())
+	if err != nil {
+		return latest
+	}
+	for _, expr := range []string{"runtime.sched.lastpoll", "runtime.memstats.last_gc_nanotime"} {
+		if v, err := scope.EvalExpression(expr, proc.LoadConfig{MaxVariableRecurse: 1, MaxStructFields: -1}); err == nil {
+			latest = max(latest, intValue(v))
+		}
+	}
+	return latest
+}
+
+// intValue is an integer variable's value, or that of the one integer
+// field of a wrapper (atomic.Int64); 0 when unreadable.
+func intValue(v *proc.Variable) int64 {
+	if v == nil || v.Unreadable != nil {
+		return 0
+	}
+	if v.Value != nil {
+		n, _ := constant.Int64Val(constant.ToInt(v.Value))
+		return n
+	}
+	for i := range v.Children {
+		if n := intValue(&v.Children[i]); n != 0 {
+			return n
+		}
+	}
+	return 0
 }
 
 // monotonicNow is the clock the runtime's nanotime reads on Linux.
