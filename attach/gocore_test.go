@@ -323,7 +323,7 @@ func TestGoCoreLeak(t *testing.T) {
 	path := patient.Gcore(t, p.Pid, t.TempDir())
 	t.Logf("gcore took %v", time.Since(start).Round(time.Millisecond))
 	_, c := goCore(t, path, attach.CoreOptions{})
-	want := sourceLine(t, "leak", "go func() {")
+	want := patient.GoSourceLine(t, "leak", "go func() {")
 	leaked := 0
 	for _, th := range c.Threads {
 		g := th.Goroutine

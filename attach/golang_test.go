@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -148,22 +146,6 @@ func checkLiveArgs(t *testing.T, th, d *stacks.Thread, fn string, want map[strin
 	}
 }
 
-// sourceLine is the line of the patient's source that contains text.
-func sourceLine(t *testing.T, name, text string) int {
-	t.Helper()
-	src, err := os.ReadFile(filepath.Join("..", "testdata", "gorun", name, "main.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, l := range strings.Split(string(src), "\n") {
-		if strings.Contains(l, text) {
-			return i + 1
-		}
-	}
-	t.Fatalf("%s/main.go has no line with %q", name, text)
-	return 0
-}
-
 // TestGoAbba: the two transfers of the ABBA patient wait in
 // sync.Mutex.Lock at `to.mu.Lock()` in main.(*bank).transfer, each on the
 // other's account mutex; the objects are the receivers the runtime's own
@@ -174,7 +156,7 @@ func TestGoAbba(t *testing.T) {
 	live := attachGo(t, p.Pid, attach.Options{})
 	dump := sigquitDump(t, p)
 
-	line := sourceLine(t, "abba", "to.mu.Lock()")
+	line := patient.GoSourceLine(t, "abba", "to.mu.Lock()")
 	locks := withStatus(live, "sync.Mutex.Lock")
 	if len(locks) != 2 {
 		t.Fatalf("%d goroutines in sync.Mutex.Lock, want 2", len(locks))
@@ -375,7 +357,7 @@ func TestGoRLock(t *testing.T) {
 	if ro == 0 || ro != wo {
 		t.Fatalf("RLock waits on %#x, Lock on %#x: want the same RWMutex", ro, wo)
 	}
-	if k := frameIndex(r[0].Stack, "main.(*cache).lookup"); k < 0 || r[0].Stack[k].Line != sourceLine(t, "rlock", "recursive read lock") {
+	if k := frameIndex(r[0].Stack, "main.(*cache).lookup"); k < 0 || r[0].Stack[k].Line != patient.GoSourceLine(t, "rlock", "recursive read lock") {
 		t.Errorf("RLock goroutine: want main.(*cache).lookup at the recursive RLock: %+v", r[0].Stack)
 	}
 	if k := frameIndex(w[0].Stack, "main.(*cache).set"); k < 0 {
@@ -434,7 +416,7 @@ func TestGoLeak(t *testing.T) {
 	const requests = 10000
 	p := startGo(t, "leak", fmt.Sprintf("HANGDOC_LEAK_N=%d", requests))
 	live := attachGo(t, p.Pid, attach.Options{Samples: 1})
-	want := sourceLine(t, "leak", "go func() {")
+	want := patient.GoSourceLine(t, "leak", "go func() {")
 	leaked := 0
 	for _, th := range live.Threads {
 		g := th.Goroutine

@@ -1,7 +1,6 @@
 package attach
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -47,24 +46,6 @@ func TestMergePython(t *testing.T) {
 	if got := mergePython(native, nil); !reflect.DeepEqual(got, native) {
 		t.Errorf("no Python frames: %v", got)
 	}
-}
-
-// markerLine returns the line of the patient source holding marker.
-func markerLine(t *testing.T, path, marker string) int {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for n := 1; sc.Scan(); n++ {
-		if strings.Contains(sc.Text(), marker) {
-			return n
-		}
-	}
-	t.Fatalf("%s: no line with %q", path, marker)
-	return 0
 }
 
 // pyFrames returns the Python frames of a stack (no module, a .py file
@@ -158,8 +139,8 @@ func testPythonLock(t *testing.T, interp pyInterp) {
 	src := filepath.Join(patient.Dir(t), "lock.py")
 	py := pyFrames(main.Stack)
 	want := []stacks.Frame{
-		{Func: "main", File: script, Line: markerLine(t, src, "lock.acquire()  # forever")},
-		{Func: "<module>", File: script, Line: markerLine(t, src, "    main()")},
+		{Func: "main", File: script, Line: patient.SourceLine(t, src, "lock.acquire()  # forever")},
+		{Func: "<module>", File: script, Line: patient.SourceLine(t, src, "    main()")},
 	}
 	if !reflect.DeepEqual(py, want) {
 		t.Errorf("main's Python frames:%s\nwant:%s", frameList(py), frameList(want))
@@ -176,7 +157,7 @@ func testPythonLock(t *testing.T, interp pyInterp) {
 		if th.Tid != p.Pid {
 			checkNoEvaluator(t, th)
 			hp := pyFrames(th.Stack)
-			line := markerLine(t, src, "threading.Event().wait()  # forever")
+			line := patient.SourceLine(t, src, "threading.Event().wait()  # forever")
 			if i := indexOfFrame(hp, "holder"); i < 0 || hp[i].Line != line {
 				t.Errorf("holder: no frame holder at line %d:%s", line, frameList(hp))
 			}
@@ -209,9 +190,9 @@ func TestPythonForkChild(t *testing.T) {
 	src := filepath.Join(patient.Dir(t), "pyfork_lock.py")
 	py := pyFrames(th.Stack)
 	want := []stacks.Frame{
-		{Func: "child_main", File: script, Line: markerLine(t, src, "lock.acquire()  # forever: the holder")},
-		{Func: "main", File: script, Line: markerLine(t, src, "        child_main(parent)")},
-		{Func: "<module>", File: script, Line: markerLine(t, src, "    main()")},
+		{Func: "child_main", File: script, Line: patient.SourceLine(t, src, "lock.acquire()  # forever: the holder")},
+		{Func: "main", File: script, Line: patient.SourceLine(t, src, "        child_main(parent)")},
+		{Func: "<module>", File: script, Line: patient.SourceLine(t, src, "    main()")},
 	}
 	if !reflect.DeepEqual(py, want) {
 		t.Errorf("child's Python frames:%s\nwant:%s", frameList(py), frameList(want))
@@ -236,7 +217,7 @@ func TestPythonEmbedded(t *testing.T) {
 	checkNoEvaluator(t, main)
 	src := filepath.Join(patient.Dir(t), "py_embed.c")
 	// The code's line 1 is the line after "static const char code[]".
-	line := markerLine(t, src, "# BLOCK embedded") - markerLine(t, src, "static const char code[]")
+	line := patient.SourceLine(t, src, "# BLOCK embedded") - patient.SourceLine(t, src, "static const char code[]")
 	want := []stacks.Frame{{Func: "block", File: "embedded.py", Line: line}, {Func: "<module>", File: "embedded.py", Line: line + 3}}
 	if py := pyFrames(main.Stack); !reflect.DeepEqual(py, want) {
 		t.Errorf("embedded Python frames:%s\nwant:%s", frameList(py), frameList(want))
@@ -346,7 +327,7 @@ func testPythonMatchesFaulthandler(t *testing.T, interp pyInterp) {
 		}
 		threads++
 		// The innermost frame of the patient's own code is where it blocks.
-		block := markerLine(t, src, "# BLOCK "+name)
+		block := patient.SourceLine(t, src, "# BLOCK "+name)
 		found := false
 		for _, o := range ours {
 			if o.File == script {
@@ -442,11 +423,11 @@ func testPythonGILHolder(t *testing.T, interp pyInterp) {
 	if !main.HoldsGIL {
 		t.Errorf("main spins in Python but does not hold the GIL:%s", frameList(main.Stack))
 	}
-	spin := markerLine(t, src, "# BLOCK spin")
+	spin := patient.SourceLine(t, src, "# BLOCK spin")
 	if py := pyFrames(main.Stack); len(py) < 1 || py[0].Func != "spin" || py[0].Line < spin-1 || py[0].Line > spin {
 		t.Errorf("main: innermost Python frame is not spin at line %d:%s", spin, frameList(py))
 	}
-	line := markerLine(t, src, "# BLOCK waiter")
+	line := patient.SourceLine(t, src, "# BLOCK waiter")
 	for tid, name := range waiters {
 		th := threadByTid(t, proc, tid)
 		if th.HoldsGIL {

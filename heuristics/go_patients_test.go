@@ -70,22 +70,6 @@ var goPatients = []goPatientExpect{
 	{patient: "server", dump: "server_sigquit.txt", calm: []string{"progressing", "io-wait"}},
 }
 
-// goSourceLine is the line of the patient's main.go holding snippet.
-func goSourceLine(t *testing.T, name, snippet string) int {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "testdata", "gorun", name, "main.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, l := range strings.Split(string(b), "\n") {
-		if strings.Contains(l, snippet) {
-			return i + 1
-		}
-	}
-	t.Fatalf("%s/main.go: no line holds %q", name, snippet)
-	return 0
-}
-
 // checkGoPatient diagnoses snap, a snapshot of patient e (from a dump
 // or a live attach), and checks the verdict: the id first, the
 // goroutines named with their status, waiting function, file:line and
@@ -147,7 +131,7 @@ func checkGoPatient(t *testing.T, e goPatientExpect, snap *stacks.Snapshot, many
 			t.Fatalf("%s: goroutine %d: status %q, wait %+v; want %q", e.patient, tid, g.Status, w, n.status)
 		}
 		f := th.Stack[w.Caller]
-		line := goSourceLine(t, e.patient, n.at)
+		line := patient.GoSourceLine(t, e.patient, n.at)
 		if f.Func != n.fn || f.Line != line || !strings.HasSuffix(f.File, e.patient+"/main.go") {
 			t.Fatalf("%s: goroutine %d waits in %s at %s:%d, want %s at %s/main.go:%d", e.patient, tid, f.Func, f.File, f.Line, n.fn, e.patient, line)
 		}

@@ -10,7 +10,6 @@ package heuristics_test
 // test logs that the check is pending (see pyLine).
 
 import (
-	"bufio"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,26 +21,6 @@ import (
 	"github.com/hangdoc/hangdoc/internal/patient"
 	"github.com/hangdoc/hangdoc/stacks"
 )
-
-// markerLine returns the 1-based line of the patient source that holds
-// marker (a comment that names the line), so tests do not hard-code line
-// numbers.
-func markerLine(t *testing.T, script, marker string) int {
-	t.Helper()
-	f, err := os.Open(script)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for n := 1; s.Scan(); n++ {
-		if strings.Contains(s.Text(), marker) {
-			return n
-		}
-	}
-	t.Fatalf("%s: no line holds %q", script, marker)
-	return 0
-}
 
 func pyFrames(th *stacks.Thread) []stacks.Frame {
 	var out []stacks.Frame
@@ -163,7 +142,7 @@ func testLivePythonGILDeadlock(t *testing.T, python string) {
 		wantPids(t, d, pid)
 		wantConfidence(t, d, heuristics.High)
 		wantSummary(t, d, strconv.Itoa(waiter), strconv.Itoa(owner), "ext_mutex", "holds the GIL", "hold_then_regain")
-		pyLine(t, holder, d, "py_gilext.py", markerLine(t, script, "ext.lock()  # forever"))
+		pyLine(t, holder, d, "py_gilext.py", patient.SourceLine(t, script, "ext.lock()  # forever"))
 	}
 	for _, id := range []string{"lost-wakeup", "lock-order-cycle", "self-deadlock"} {
 		if l.find(id) != nil {
@@ -204,13 +183,13 @@ func TestLivePythonLoggingFork(t *testing.T) {
 		t.Errorf("diagnosis: high confidence without an owner read")
 	}
 	wantFix(t, d, "spawn", "forkserver")
-	if pyLine(t, th, d, "py_logging_fork.py", markerLine(t, script, "# forever: the stream's lock")) {
+	if pyLine(t, th, d, "py_logging_fork.py", patient.SourceLine(t, script, "# forever: the stream's lock")) {
 		// Python frames: the worker machinery, the logging lock and the
 		// parent's thread inside the handler are named.
 		wantSummary(t, d, "logging", "logging/__init__.py")
 		wantTids(t, d, "the parent's logger inside emit", owner)
 		wantSays(t, d, "multiprocessing worker", "inside a logging handler")
-		pyLine(t, logger, nil, "py_logging_fork.py", markerLine(t, script, "# blocks in write()"))
+		pyLine(t, logger, nil, "py_logging_fork.py", patient.SourceLine(t, script, "# blocks in write()"))
 	}
 }
 
@@ -253,7 +232,7 @@ func TestLivePythonNumpyFork(t *testing.T) {
 	t.Logf("numpy's BLAS: %s; child: %s", blas, state)
 	wantForkChild(t, l, child, parent)
 	th := l.thread(t, child, child)
-	matmul := markerLine(t, script, "# the matmul in the forked child")
+	matmul := patient.SourceLine(t, script, "# the matmul in the forked child")
 
 	switch state {
 	case "computing":
@@ -340,7 +319,7 @@ func TestLivePythonForkLockHolder(t *testing.T) {
 	wantSays(t, d, "most likely the holder")
 	wantFix(t, d, "spawn", "register_at_fork")
 	th := l.thread(t, child, child)
-	if pyLine(t, th, d, "pyfork_lock.py", markerLine(t, script, "# forever: the holder is not in this process")) {
-		pyLine(t, l.thread(t, parent, owner), nil, "pyfork_lock.py", markerLine(t, script, "# forever, holding lock"))
+	if pyLine(t, th, d, "pyfork_lock.py", patient.SourceLine(t, script, "# forever: the holder is not in this process")) {
+		pyLine(t, l.thread(t, parent, owner), nil, "pyfork_lock.py", patient.SourceLine(t, script, "# forever, holding lock"))
 	}
 }
