@@ -121,18 +121,7 @@ func (s *sampler) sampleGo(tg *target, first bool) {
 func (s *sampler) goOSThreads(tg *target, states map[int]taskStat, frames map[int][]stacks.Frame, first bool) {
 	gt := tg.golang
 	for tid, st := range states {
-		acc := gt.osThreads[tid]
-		if acc != nil && acc.startT != st.StartT {
-			acc = nil // a new thread reused the tid
-		}
-		if acc == nil {
-			acc = &threadAcc{t: &stacks.Thread{Tid: tid}, startT: st.StartT, lastTicks: st.Ticks}
-			if !first {
-				acc.t.Notes = append(acc.t.Notes, "thread started during sampling")
-			}
-			gt.osThreads[tid] = acc
-			tg.proc.OSThreads = append(tg.proc.OSThreads, acc.t)
-		}
+		acc := threadAccFor(gt.osThreads, &tg.proc.OSThreads, tid, st, first)
 		delta := st.Ticks - acc.lastTicks
 		acc.lastTicks, acc.ticks = st.Ticks, acc.ticks+delta
 		acc.t.Name, acc.t.State = st.Name, string(st.State)

@@ -82,19 +82,7 @@ func (s *sampler) sampleTarget(tg *target, first bool) {
 			continue // exited: what earlier samples read stays
 		}
 		alive++
-		acc := tg.threads[tid]
-		if acc != nil && acc.startT != st.StartT {
-			acc.t.Notes = append(acc.t.Notes, fmt.Sprintf("thread id %d was reused by a new thread during sampling", tid))
-			acc = nil
-		}
-		if acc == nil {
-			acc = &threadAcc{t: &stacks.Thread{Tid: tid}, startT: st.StartT, lastTicks: st.Ticks}
-			if !first {
-				acc.t.Notes = append(acc.t.Notes, "thread started during sampling")
-			}
-			tg.threads[tid] = acc
-			tg.proc.Threads = append(tg.proc.Threads, acc.t)
-		}
+		acc := threadAccFor(tg.threads, &tg.proc.Threads, tid, st, first)
 		acc.seen++
 		delta := st.Ticks - acc.lastTicks
 		acc.lastTicks = st.Ticks
@@ -110,6 +98,26 @@ func (s *sampler) sampleTarget(tg *target, first bool) {
 		return
 	}
 	tg.readPython()
+}
+
+// threadAccFor returns the accumulator of thread tid in accs, making one
+// (and listing its thread in list) for a thread not seen before, or
+// whose id a new thread took over.
+func threadAccFor(accs map[int]*threadAcc, list *[]*stacks.Thread, tid int, st taskStat, first bool) *threadAcc {
+	acc := accs[tid]
+	if acc != nil && acc.startT != st.StartT {
+		acc.t.Notes = append(acc.t.Notes, fmt.Sprintf("thread id %d was reused by a new thread during sampling", tid))
+		acc = nil
+	}
+	if acc == nil {
+		acc = &threadAcc{t: &stacks.Thread{Tid: tid}, startT: st.StartT, lastTicks: st.Ticks}
+		if !first {
+			acc.t.Notes = append(acc.t.Notes, "thread started during sampling")
+		}
+		accs[tid] = acc
+		*list = append(*list, acc.t)
+	}
+	return acc
 }
 
 // tasks lists the target's threads, or marks it exited and says false
