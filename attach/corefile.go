@@ -187,7 +187,8 @@ func goCore(cf *core.File, mods *coreModules, mem *core.FileBacked, proc *stacks
 	if exe == "" {
 		return false, ""
 	}
-	if _, isGo := goproc.Version(exe); !isGo {
+	version, isGo := goproc.Version(exe)
+	if !isGo {
 		return false, ""
 	}
 	const fallback = "goroutines not read, OS threads shown instead: "
@@ -195,8 +196,13 @@ func goCore(cf *core.File, mods *coreModules, mem *core.FileBacked, proc *stacks
 		// delve is not meant to panic on a damaged core either; if it
 		// does, the OS threads are still worth reading.
 		if p := recover(); p != nil {
-			proc.Threads, proc.OSThreads, proc.Runtime = nil, nil, ""
+			proc.Threads, proc.OSThreads = nil, nil
 			read, note = false, fmt.Sprintf("%sinternal error: %v", fallback, p)
+		}
+		if !read {
+			// Runtime still says Go: the heuristics then know these
+			// threads are not where a Go program's hang shows.
+			proc.Runtime = version
 		}
 	}()
 	if err := sameFirstPage(cf, mods.exe, exe); err != nil {

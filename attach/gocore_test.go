@@ -154,7 +154,7 @@ func cutGoCores(t *testing.T, path, bin string) {
 		if !strings.Contains(notes, "truncated") || strings.Contains(notes, "internal error") {
 			t.Errorf("cut at %d of %d bytes: notes %q, want one that says the core is truncated, and no panic", n, len(whole), notes)
 		}
-		if p.Runtime != "" {
+		if len(p.Threads) > 0 && p.Threads[0].Goroutine != nil {
 			goroutines++
 		} else {
 			threads++

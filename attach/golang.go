@@ -26,11 +26,15 @@ type goTarget struct {
 // whose debug information loads; otherwise tg stays on the native path
 // and a note says why.
 func (tg *target) openGo() {
-	if _, ok := goproc.Version(procPath(tg.pid, "exe")); !ok {
+	version, ok := goproc.Version(procPath(tg.pid, "exe"))
+	if !ok {
 		return
 	}
 	r, err := goproc.Open(tg.pid)
 	if err != nil {
+		// Runtime still says Go: the heuristics then know these threads
+		// are not where a Go program's hang shows.
+		tg.proc.Runtime = version
 		tg.proc.Notes = append(tg.proc.Notes, fmt.Sprintf("goroutines not read, OS threads shown instead: %v", err))
 		return
 	}

@@ -68,6 +68,7 @@ func Diagnose(snap *stacks.Snapshot, opts Options) []Diagnosis {
 	out = refine(a, out, rules)
 	addPythonSites(a, out)
 	noteAbsentEvidence(a, out)
+	noteUnreadGoroutines(a, out)
 	rank(out)
 	return out
 }

@@ -309,6 +309,37 @@ func noteAbsentEvidence(a *Analysis, ds []Diagnosis) {
 	}
 }
 
+// noteUnreadGoroutines: a Go program read as OS threads (its goroutines
+// could not be read: no DWARF, as `go test` builds) shows its scheduler
+// parked in futex and epoll waits whatever its goroutines do, so no
+// verdict about it is more than a guess: low confidence, and the
+// evidence says why.
+func noteUnreadGoroutines(a *Analysis, ds []Diagnosis) {
+	unread := map[int]*stacks.Process{}
+	for _, p := range a.Snap.Processes {
+		if strings.HasPrefix(p.Runtime, "go") && len(p.Threads) > 0 && p.Threads[0].Goroutine == nil {
+			unread[p.Pid] = p
+		}
+	}
+	if len(unread) == 0 {
+		return
+	}
+	for i := range ds {
+		d := &ds[i]
+		for _, pid := range d.Pids {
+			p := unread[pid]
+			if p == nil {
+				continue
+			}
+			d.Confidence = Low
+			d.Evidence = append(d.Evidence, fmt.Sprintf("pid %d is a Go program (%s) read as OS threads: its goroutines, where a Go hang shows, "+
+				"were not read (see the process's notes); build it with DWARF (go test -ldflags='-s=false -w=false') or take its goroutine dump (SIGQUIT)",
+				pid, p.Runtime))
+			break
+		}
+	}
+}
+
 // sourceText names where a snapshot came from, for "no mutex owner in …".
 func sourceText(source string) string {
 	switch source {

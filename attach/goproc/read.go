@@ -118,7 +118,7 @@ func hasDWARF(exe string) error {
 	}
 	defer f.Close()
 	if f.Section(".debug_info") == nil && f.Section(".zdebug_info") == nil {
-		return errors.New("the executable has no DWARF debug information (built with -ldflags=-w, or stripped)")
+		return errors.New("the executable has no DWARF debug information (built with -ldflags=-w, stripped, or by go test or go run, which link with -s -w: go test -ldflags='-s=false -w=false' keeps it)")
 	}
 	return nil
 }

@@ -61,6 +61,9 @@ type File struct {
 	syms  []Symbol
 	fdes  frame.FrameDescriptionEntries
 	lines lineTable
+	// gopcln names functions and lines from the Go runtime's pclntab
+	// when the symbol table or DWARF was stripped (nil otherwise).
+	gopcln *goLines
 }
 
 // Error says which file could not be read, and where in it.
@@ -203,7 +206,11 @@ func parse(r io.ReaderAt, size int64, closer io.Closer, path string, opts Option
 		}
 	}
 	f.syms = buildSymtab(syms)
-	if dwarfFile.Section(".debug_info") != nil && dwarfFile.Section(".debug_line") != nil {
+	hasLines := dwarfFile.Section(".debug_info") != nil && dwarfFile.Section(".debug_line") != nil
+	if len(f.syms) == 0 || !hasLines {
+		f.gopcln = readGoLines(ef, base, f)
+	}
+	if hasLines {
 		f.lines.src, f.lines.closer = dwarfFile, dwarfCloser
 		keep = dwarfCloser == closer
 	} else if dwarfCloser != closer && dwarfCloser != nil {

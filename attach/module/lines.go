@@ -39,6 +39,9 @@ func (f *File) Line(addr uint64) (file string, line int, ok bool) {
 	}
 	t.mu.Unlock()
 	rows := t.rows
+	if len(rows) == 0 {
+		return f.gopcln.line(addr)
+	}
 	i := sort.Search(len(rows), func(i int) bool { return rows[i].addr > addr }) - 1
 	if i < 0 || rows[i].end || rows[i].line <= 0 {
 		return "", 0, false

@@ -151,5 +151,8 @@ func (f *File) Symbol(addr uint64) (Symbol, bool) {
 			return f.syms[j], true
 		}
 	}
+	if len(f.syms) == 0 {
+		return f.gopcln.symbol(addr)
+	}
 	return Symbol{}, false
 }
