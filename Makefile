@@ -4,14 +4,19 @@ FUZZTIME  ?= 30s
 BENCHTIME ?= 1s
 TIMEOUT   ?= 9m
 
-.PHONY: all build test bench demo lint fuzz soak clean
+.PHONY: all build deps test bench demo lint fuzz soak clean
 
 all: build
 
 build:
 	$(GO) build -o bin/hangdoc ./cmd/hangdoc
 
-test:
+# What the tests need (compilers, debuggers, python3, numpy, Go 1.19);
+# touches nothing when all is there.
+deps:
+	bash scripts/install-deps.sh
+
+test: deps
 	$(GO) test -timeout $(TIMEOUT) ./...
 
 # dlv, for the Go freeze benchmark's comparison, built from the module
