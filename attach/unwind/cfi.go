@@ -173,6 +173,9 @@ func establish(fde *frame.FrameDescriptionEntry, pc uint64) (fc *frame.FrameCont
 // eval runs a DWARF expression (DW_CFA_def_cfa_expression,
 // DW_CFA_expression, DW_CFA_val_expression) with delve's evaluator.
 func (w *walker) eval(cur state, cfa uint64, expr []byte) (v uint64, s *stop) {
+	if err := checkExpr(expr); err != nil {
+		return 0, &stop{reason: fmt.Sprintf("bad CFI expression: %v", err)}
+	}
 	dr := op.DwarfRegisters{
 		ByteOrder: binary.LittleEndian,
 		PCRegNum:  RIP, SPRegNum: RSP, BPRegNum: RBP,
