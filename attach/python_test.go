@@ -53,7 +53,7 @@ func TestMergePython(t *testing.T) {
 func pyFrames(st []stacks.Frame) []stacks.Frame {
 	var out []stacks.Frame
 	for _, f := range st {
-		if f.Module == "" && f.PC == 0 && f.File != "" {
+		if stacks.IsPythonFrame(f) {
 			out = append(out, f)
 		}
 	}

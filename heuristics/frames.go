@@ -155,7 +155,7 @@ func blockedIn(stack []stacks.Frame) (class waitClass, caller int, futex bool) {
 		case joinFuncs[k]:
 			c = waitJoin
 		default:
-			if class == waitCond && isPyFrame(f) {
+			if class == waitCond && stacks.IsPythonFrame(f) {
 				// py-spy hides the interpreter's frames: a semaphore wait
 				// called straight from Python code is a Python lock's
 				class = waitPyLock

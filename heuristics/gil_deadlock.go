@@ -120,13 +120,13 @@ func gilHolderBlocked(a *Analysis, t *stacks.Thread) bool {
 		return false
 	}
 	f := t.Stack[caller]
-	return !isPyFrame(f) && !interpreterFrame(f)
+	return !stacks.IsPythonFrame(f) && !interpreterFrame(f)
 }
 
 // runsPython: the stack goes through the interpreter or Python code.
 func runsPython(t *stacks.Thread) bool {
 	for _, f := range t.Stack {
-		if isPyFrame(f) || interpreterFrame(f) && strings.HasPrefix(funcKey(f), "PyEval_EvalFrame") {
+		if stacks.IsPythonFrame(f) || interpreterFrame(f) && strings.HasPrefix(funcKey(f), "PyEval_EvalFrame") {
 			return true
 		}
 	}
@@ -238,7 +238,7 @@ func gilSite(t *stacks.Thread) string {
 			entry = i
 		}
 		if entry >= 0 && !gilEntries[funcKey(f)] {
-			if f.Func == "" || isPyFrame(f) {
+			if f.Func == "" || stacks.IsPythonFrame(f) {
 				break
 			}
 			return fmt.Sprintf("`%s` called from `%s`", frameName(t.Stack[entry]), frameName(f))
@@ -255,7 +255,7 @@ func gilSite(t *stacks.Thread) string {
 // "lock (py_gilext.c:78)"), its source file; "" for Python frames.
 func nativeHome(f stacks.Frame) string {
 	switch {
-	case isPyFrame(f):
+	case stacks.IsPythonFrame(f):
 		return ""
 	case f.Module != "":
 		return f.Module

@@ -177,7 +177,7 @@ func classifySample(s stacks.Sample) (waitKind, string) {
 	// No syscall read (a pasted dump, or /proc could not say): the
 	// innermost libc frames name the call.
 	for i, f := range s.Stack {
-		if i >= 6 || isPyFrame(f) {
+		if i >= 6 || stacks.IsPythonFrame(f) {
 			break // a Python function named poll or read is not the syscall
 		}
 		n := bareFunc(f.Func)

@@ -94,7 +94,7 @@ func forkerThread(child *stacks.Process, waiter, t *stacks.Thread) bool {
 	outer := func(st []stacks.Frame) []stacks.Frame {
 		var py []stacks.Frame
 		for _, f := range st {
-			if isPyFrame(f) {
+			if stacks.IsPythonFrame(f) {
 				py = append(py, f)
 			}
 		}
@@ -114,7 +114,7 @@ func forkerThread(child *stacks.Process, waiter, t *stacks.Thread) bool {
 // inside its emit (which holds the stream's).
 func inLoggingHandler(t *stacks.Thread) bool {
 	for _, f := range t.Stack {
-		if isPyFrame(f) && pyLoggingFile(f) && (f.Func == "emit" || f.Func == "handle" || f.Func == "flush" ||
+		if stacks.IsPythonFrame(f) && pyLoggingFile(f) && (f.Func == "emit" || f.Func == "handle" || f.Func == "flush" ||
 			strings.HasSuffix(f.Func, ".emit") || strings.HasSuffix(f.Func, ".handle")) {
 			return true
 		}
@@ -187,7 +187,7 @@ func pyOnlyFrames(p *stacks.Process) bool {
 	n := 0
 	for _, t := range p.Threads {
 		for _, f := range t.Stack {
-			if !isPyFrame(f) {
+			if !stacks.IsPythonFrame(f) {
 				return false
 			}
 			n++
@@ -201,7 +201,7 @@ func pyOnlyFrames(p *stacks.Process) bool {
 // handler's lock; emit and flush write to the stream under its buffer's
 // lock) and logging's module lock.
 func pyLockSite(f stacks.Frame) bool {
-	if !isPyFrame(f) || !pyLoggingFile(f) {
+	if !stacks.IsPythonFrame(f) || !pyLoggingFile(f) {
 		return false
 	}
 	name := f.Func

@@ -18,18 +18,10 @@ import (
 	"github.com/hangdoc/hangdoc/stacks"
 )
 
-// isPyFrame: a frame of Python code (a .py file, or a frozen module).
-func isPyFrame(f stacks.Frame) bool {
-	if f.Module != "" || f.File == "" {
-		return false
-	}
-	return strings.HasSuffix(f.File, ".py") || strings.HasPrefix(f.File, "<frozen ")
-}
-
 // hasPyFrames: the thread's stack has Python frames.
 func hasPyFrames(t *stacks.Thread) bool {
 	for _, f := range t.Stack {
-		if isPyFrame(f) {
+		if stacks.IsPythonFrame(f) {
 			return true
 		}
 	}
@@ -68,7 +60,7 @@ func pyStdlib(f stacks.Frame) bool {
 func pySites(t *stacks.Thread) (inner, user stacks.Frame, ok bool) {
 	var other stacks.Frame
 	for _, f := range t.Stack {
-		if !isPyFrame(f) {
+		if !stacks.IsPythonFrame(f) {
 			continue
 		}
 		if !ok {
@@ -111,11 +103,11 @@ func pyLockAcquire(t *stacks.Thread) bool {
 	switch {
 	case class == waitPyLock:
 		return true
-	case (class == waitCond || class == waitFutex) && caller < len(t.Stack) && isPyFrame(t.Stack[caller]):
+	case (class == waitCond || class == waitFutex) && caller < len(t.Stack) && stacks.IsPythonFrame(t.Stack[caller]):
 		return true
 	case class == notWaiting && caller == 0 && len(t.Stack) > 0:
 		f := t.Stack[0]
-		return isPyFrame(f) && pyLoggingFile(f) && (f.Func == "acquire" || f.Func == "_acquireLock" || f.Func == "Handler.acquire")
+		return stacks.IsPythonFrame(f) && pyLoggingFile(f) && (f.Func == "acquire" || f.Func == "_acquireLock" || f.Func == "Handler.acquire")
 	}
 	return false
 }
@@ -130,7 +122,7 @@ func pyLoggingFile(f stacks.Frame) bool {
 // threading lock. "" when the frames do not say.
 func pyLockKind(t *stacks.Thread) string {
 	for _, f := range t.Stack {
-		if !isPyFrame(f) {
+		if !stacks.IsPythonFrame(f) {
 			continue
 		}
 		base := path.Base(strings.ReplaceAll(f.File, "\\", "/"))

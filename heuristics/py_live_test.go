@@ -25,7 +25,7 @@ import (
 func pyFrames(th *stacks.Thread) []stacks.Frame {
 	var out []stacks.Frame
 	for _, f := range th.Stack {
-		if f.Module == "" && strings.HasSuffix(f.File, ".py") {
+		if stacks.IsPythonFrame(f) {
 			out = append(out, f)
 		}
 	}

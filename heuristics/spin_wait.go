@@ -140,7 +140,7 @@ func asSpinner(a *Analysis, f threadFacts, cpuEvidence bool) (spinner, bool) {
 	// One sample, or no CPU figures: only the loop's name speaks, and not
 	// a Python function's (a dump of Python frames alone does not say
 	// whether C code under them blocks).
-	if !named || isPyFrame(st[0]) {
+	if !named || stacks.IsPythonFrame(st[0]) {
 		return spinner{}, false
 	}
 	last := f.samples[len(f.samples)-1]

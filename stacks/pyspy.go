@@ -450,7 +450,13 @@ func pySpyFrame(name, file, module string, line int) Frame {
 	return f
 }
 
-// isPythonFile says whether py-spy's file name is Python source.
+// IsPythonFrame says whether a frame runs Python code, as every source
+// gives one: no module (not native code) and a Python file, wherever the
+// frame came from (a py-spy or faulthandler dump, a live or core read of
+// the interpreter).
+func IsPythonFrame(f Frame) bool { return f.Module == "" && isPythonFile(f.File) }
+
+// isPythonFile says whether a frame's file name is Python source.
 func isPythonFile(f string) bool {
 	return strings.HasSuffix(f, ".py") || strings.HasSuffix(f, ".pyw") || strings.HasSuffix(f, ".pyx") ||
 		strings.HasPrefix(f, "<") // "<frozen runpy>", "<string>", "<stdin>"
