@@ -109,7 +109,7 @@ func goChannelReached(users []*gor, g *gor) bool {
 		}
 		if g.obj != 0 {
 			for _, f := range o.t.Stack {
-				if goWaitMachineryFrame(f.Func) {
+				if stacks.GoMachineryFrame(f.Func) {
 					continue
 				}
 				for _, a := range f.Args {

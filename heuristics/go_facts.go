@@ -328,7 +328,7 @@ func mayHold(g *gor, obj uint64, from int) (holdEvidence, bool) {
 	found := false
 	for i := max(from, 0); i < len(g.t.Stack); i++ {
 		f := g.t.Stack[i]
-		if goWaitMachineryFrame(f.Func) {
+		if stacks.GoMachineryFrame(f.Func) {
 			continue
 		}
 		for _, a := range f.Args {
@@ -343,12 +343,6 @@ func mayHold(g *gor, obj uint64, from int) (holdEvidence, bool) {
 		}
 	}
 	return best, found
-}
-
-// goWaitMachineryFrame: frames of the runtime and of sync, whose
-// pointer arguments are the objects being waited on, not held.
-func goWaitMachineryFrame(fn string) bool {
-	return strings.HasPrefix(fn, "runtime.") || strings.HasPrefix(fn, "sync.") || strings.HasPrefix(fn, "internal/")
 }
 
 // goPointerArg reads an argument word a dump printed exactly ("0xc0000…",

@@ -50,7 +50,7 @@ func goHolders(gp *goProc, objs map[uint64]bool) map[uint64][]goLockStep {
 		}
 		for i := from; i < len(g.t.Stack); i++ {
 			f := g.t.Stack[i]
-			if goWaitMachineryFrame(f.Func) {
+			if stacks.GoMachineryFrame(f.Func) {
 				continue
 			}
 			for _, a := range f.Args {

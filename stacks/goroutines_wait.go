@@ -61,6 +61,14 @@ func goWaitMachinery(fn string) bool {
 		strings.HasPrefix(fn, "time.Sleep")
 }
 
+// GoMachineryFrame says whether the function fn is the Go runtime's, sync's
+// or another internal package's: frames whose pointer arguments are the
+// objects a goroutine waits on, not ones it holds, and not the program's
+// own frames.
+func GoMachineryFrame(fn string) bool {
+	return strings.HasPrefix(fn, "runtime.") || strings.HasPrefix(fn, "sync.") || strings.HasPrefix(fn, "internal/")
+}
+
 // GoWaitOf reads what a goroutine's stack waits in: the innermost frame
 // of goWaitFrames (an RWMutex over the Mutex it is built on), and the
 // first frame past the runtime, sync and poll machinery. A stack in no

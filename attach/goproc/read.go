@@ -9,6 +9,7 @@ import (
 	"go/constant"
 	"os"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -195,7 +196,9 @@ func (r *Reader) Read(regs []ThreadRegs, opts Options) (*Result, error) {
 	now := r.now(gs)
 	for _, g := range gs {
 		if g.Unreadable != nil {
-			addNote(&res.Notes, fmt.Sprintf("a goroutine could not be read: %v", g.Unreadable))
+			if n := fmt.Sprintf("a goroutine could not be read: %v", g.Unreadable); !slices.Contains(res.Notes, n) {
+				res.Notes = append(res.Notes, n)
+			}
 			continue
 		}
 		x := extra[uint64(g.ID)]
@@ -368,7 +371,7 @@ var argsLoad = proc.LoadConfig{FollowPointers: false, MaxVariableRecurse: 0}
 // no expression and calls no function in the target.
 func (r *Reader) pointerArgs(g *proc.G, frames []proc.Stackframe, i int) (out []stacks.Arg) {
 	fn := frames[i].Call.Fn
-	if i >= maxArgFrames || fn == nil || goMachinery(fn.Name) {
+	if i >= maxArgFrames || fn == nil || stacks.GoMachineryFrame(fn.Name) {
 		return nil
 	}
 	// The target runs while it is read: a frame that changed under
@@ -401,27 +404,12 @@ func (r *Reader) pointerArgs(g *proc.G, frames []proc.Stackframe, i int) (out []
 	return out
 }
 
-// goMachinery: the runtime's and sync's own frames, whose pointer
-// arguments are the objects waited on rather than held.
-func goMachinery(fn string) bool {
-	return strings.HasPrefix(fn, "runtime.") || strings.HasPrefix(fn, "sync.") || strings.HasPrefix(fn, "internal/")
-}
-
 func frameOf(loc proc.Location) stacks.Frame {
 	fr := stacks.Frame{File: loc.File, Line: loc.Line}
 	if loc.Fn != nil {
 		fr.Func = loc.Fn.Name
 	}
 	return fr
-}
-
-func addNote(notes *[]string, n string) {
-	for _, have := range *notes {
-		if have == n {
-			return
-		}
-	}
-	*notes = append(*notes, n)
 }
 
 // now is the runtime's clock (nanotime) at the read: the monotonic clock
