@@ -215,7 +215,8 @@ func (r *Reader) Read(regs []ThreadRegs, opts Options) (*Result, error) {
 		}
 		th := &stacks.Thread{Tid: gr.ID, Name: "goroutine " + strconv.Itoa(gr.ID), State: stacks.GoroutineState(gr.Status), Goroutine: gr}
 		frames, err := r.stacktrace(g, opts.MaxDepth)
-		th.Stack = framesOf(frames, nil)
+		var at []int
+		th.Stack, at = framesOf(frames)
 		wait := syncWait(gr.Status, th.Stack)
 		switch {
 		case strings.HasPrefix(wait, "chan send") || strings.HasPrefix(wait, "chan receive"):
@@ -231,7 +232,9 @@ func (r *Reader) Read(regs []ThreadRegs, opts Options) (*Result, error) {
 			}
 		}
 		if argsWanted(wait) {
-			th.Stack = framesOf(frames, func(i int) []stacks.Arg { return r.pointerArgs(g, frames, i) })
+			for j, i := range at {
+				th.Stack[j].Args = r.pointerArgs(g, frames, i)
+			}
 		}
 		if g.Thread == nil {
 			r.parkedTop(th.Stack, frames)
@@ -245,7 +248,7 @@ func (r *Reader) Read(regs []ThreadRegs, opts Options) (*Result, error) {
 		res.OSThreads = map[int][]stacks.Frame{}
 		for _, tr := range regs {
 			frames, _ := proc.ThreadStacktrace(r.target, r.p.threads[tr.Tid], opts.MaxDepth)
-			res.OSThreads[tr.Tid] = framesOf(frames, nil)
+			res.OSThreads[tr.Tid], _ = framesOf(frames)
 		}
 	}
 	return res, nil
@@ -304,10 +307,10 @@ func (r *Reader) parkedTop(st []stacks.Frame, frames []proc.Stackframe) {
 	}
 }
 
-// framesOf converts delve's frames; args, when not nil, gives frame i's
-// arguments.
-func framesOf(frames []proc.Stackframe, args func(i int) []stacks.Arg) []stacks.Frame {
-	out := make([]stacks.Frame, 0, len(frames))
+// framesOf converts delve's frames; at[j] is the index in frames of
+// out[j].
+func framesOf(frames []proc.Stackframe) (out []stacks.Frame, at []int) {
+	out = make([]stacks.Frame, 0, len(frames))
 	for i, f := range frames {
 		if f.Current.PC == 0 && f.Call.Fn == nil {
 			continue // past the outermost frame of a thread
@@ -315,12 +318,10 @@ func framesOf(frames []proc.Stackframe, args func(i int) []stacks.Arg) []stacks.
 		fr := frameOf(f.Call)
 		fr.PC = f.Current.PC
 		fr.Inlined = f.Inlined
-		if args != nil {
-			fr.Args = args(i)
-		}
 		out = append(out, fr)
+		at = append(at, i)
 	}
-	return out
+	return out, at
 }
 
 // syncWait is the status a goroutine's sync wait has since Go 1.20
