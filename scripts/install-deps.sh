@@ -1,42 +1,30 @@
 #!/usr/bin/env bash
-# Installs what hangdoc's tests and benchmarks need: compilers for the
-# patients, gdb, lldb and eu-stack (elfutils) to cross-check and compare against
-# (and to produce the dumps under testdata/dumps),
-# python3 for the Python patients (python3-numpy for the numpy-after-fork
-# one), make, libc6-dbg so that libc's
-# static functions have names (for hangdoc and for gdb alike), graphviz
-# so the report tests can have `dot` read the DOT reports, and Go 1.19
-# (golang-1.19-go) for a Go patient built with a runtime from before 1.20. Idempotent: when everything is
-# already there it touches nothing; apt-get update runs only when something
-# is missing.
+# Installs the Debian packages hangdoc's tests and benchmarks need: the
+# lists under scripts/deps/*.txt, one package a line with a file it
+# installs (compilers for the patients; gdb, lldb and eu-stack to
+# cross-check against and to produce the dumps under testdata/dumps;
+# python3 and numpy for the Python patients; libc6-dbg so that libc's
+# static functions have names; graphviz for the DOT reports; Go 1.19 for
+# a runtime from before 1.20; and whatever each list's header says).
+# Idempotent: when everything is there it touches nothing; apt-get update
+# runs only when something is missing.
 set -euo pipefail
-
-# package name -> a file it installs (how we tell it is there).
-declare -A probe=(
-	[gcc]=/usr/bin/gcc
-	[g++]=/usr/bin/g++
-	[gdb]=/usr/bin/gdb
-	[elfutils]=/usr/bin/eu-stack
-	[lldb]=/usr/bin/lldb
-	[python3]=/usr/bin/python3
-	[python3-dev]=/usr/bin/python3-config
-	[python3-numpy]=/usr/lib/python3/dist-packages/numpy/__init__.py
-	[make]=/usr/bin/make
-	[libc6-dbg]=/usr/share/doc/libc6-dbg
-	[graphviz]=/usr/bin/dot
-	[golang-1.19-go]=/usr/lib/go-1.19/bin/go
-)
+cd "$(dirname "$0")"
 
 missing=()
-for pkg in gcc g++ gdb lldb elfutils python3 python3-dev python3-numpy make libc6-dbg graphviz golang-1.19-go; do
-	if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' ||
-		[ ! -e "${probe[$pkg]}" ]; then
+present=()
+while read -r pkg probe _; do
+	case "$pkg" in '' | '#'*) continue ;; esac
+	if dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' &&
+		[ -e "$probe" ]; then
+		present+=("$pkg")
+	else
 		missing+=("$pkg")
 	fi
-done
+done < <(cat deps/*.txt)
 
 if [ ${#missing[@]} -eq 0 ]; then
-	echo "install-deps: nothing to install (gcc g++ gdb lldb elfutils python3 python3-dev python3-numpy make libc6-dbg graphviz golang-1.19-go present)"
+	echo "install-deps: nothing to install (${#present[@]} packages present)"
 	exit 0
 fi
 
