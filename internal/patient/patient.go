@@ -631,18 +631,18 @@ func StartDumpable(t testing.TB, dir string, argv ...string) *Proc {
 	}
 	b, err := os.ReadFile("/proc/sys/kernel/core_pattern")
 	if err != nil {
-		missing(t, "cannot tell where the kernel writes cores: %v", err)
+		Missing(t, "cannot tell where the kernel writes cores: %v", err)
 	}
 	pattern := strings.TrimSpace(string(b))
 	if pattern == "" || strings.ContainsAny(pattern, "|%/") {
-		missing(t, "kernel.core_pattern is %q, not a plain file name: the kernel does not write the core into the process's directory", pattern)
+		Missing(t, "kernel.core_pattern is %q, not a plain file name: the kernel does not write the core into the process's directory", pattern)
 	}
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_CORE, &lim); err != nil {
 		t.Fatalf("patient: getrlimit RLIMIT_CORE: %v", err)
 	}
 	if lim.Max == 0 {
-		missing(t, "core dumps are off: the hard RLIMIT_CORE is 0 (ulimit -Hc)")
+		Missing(t, "core dumps are off: the hard RLIMIT_CORE is 0 (ulimit -Hc)")
 	}
 	usesPid, _ := os.ReadFile("/proc/sys/kernel/core_uses_pid")
 	p := start(t, dir, argv)
@@ -748,7 +748,7 @@ func RequireTool(t testing.TB, name string) string {
 	t.Helper()
 	path, err := exec.LookPath(name)
 	if err != nil {
-		missing(t, "%s not installed (scripts/install-deps.sh installs it): %v", name, err)
+		Missing(t, "%s not installed (scripts/install-deps.sh installs it): %v", name, err)
 	}
 	return path
 }
@@ -760,7 +760,7 @@ func RequirePtrace(t testing.TB) {
 	t.Helper()
 	ptraceOnce.Do(func() { ptraceErr = probePtrace() })
 	if ptraceErr != nil {
-		missing(t, "ptrace not permitted: %v", ptraceErr)
+		Missing(t, "ptrace not permitted: %v", ptraceErr)
 	}
 }
 
@@ -829,7 +829,11 @@ func yamaNote() string {
 	return ", kernel.yama.ptrace_scope=" + strings.TrimSpace(string(b))
 }
 
-func missing(t testing.TB, format string, args ...any) {
+// Missing is the one way a test says a prerequisite (a tool, a package, a
+// permission) is absent: it skips the test locally and fails it when
+// CI=true, where scripts/install-deps.sh installs everything and the
+// tests run as root.
+func Missing(t testing.TB, format string, args ...any) {
 	t.Helper()
 	if inCI() {
 		t.Fatalf("CI=true: "+format, args...)
