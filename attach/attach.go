@@ -156,6 +156,7 @@ func openTarget(pid int) (*target, error) {
 	proc := &stacks.Process{
 		Pid: pid, PPid: st.PPid, Exe: exe,
 		Cmdline: readCmdline(pid), State: string(st.State),
+		Stop: readStop(pid, st),
 	}
 	space, notes := modules.Load(pid, maps)
 	proc.Modules, proc.Notes = space.Modules(), notes

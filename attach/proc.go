@@ -31,6 +31,9 @@ type taskStat struct {
 	Name   string
 	State  byte
 	PPid   int
+	Pgrp   int    // process group
+	TTY    uint64 // controlling terminal's device number, 0 for none
+	Tpgid  int    // the terminal's foreground process group, -1 for none
 	Flags  uint64
 	Ticks  uint64 // utime + stime, in clock ticks
 	StartT uint64 // start time since boot, in clock ticks: tells a reused tid
@@ -64,6 +67,11 @@ func parseStat(b []byte) (taskStat, error) {
 		return v
 	}
 	st.PPid = int(num(4))
+	st.Pgrp = int(num(5))
+	st.TTY = num(7)
+	if tp, e := strconv.Atoi(f[8-3]); e == nil {
+		st.Tpgid = tp // -1 without a terminal: not a uint
+	}
 	st.Flags = num(9)
 	st.Ticks = num(14) + num(15)
 	st.StartT = num(22)

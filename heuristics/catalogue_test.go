@@ -10,7 +10,7 @@ import (
 var designIDs = set(
 	"lock-order-cycle", "self-deadlock", "fork-inherited-lock", "orphaned-lock", "spin-wait-starved",
 	"fork-after-accelerator-init", "collective-straggler", "waiting-on-process", "signal-handler-reentry",
-	"loader-lock", "gil-deadlock", "lost-wakeup", "progressing", "io-wait", "sleeping",
+	"loader-lock", "gil-deadlock", "lost-wakeup", "stopped", "progressing", "io-wait", "sleeping",
 	// Go (go_*.go)
 	"channel-no-partner", "waitgroup-never-done", "all-goroutines-asleep", "goroutine-leak",
 )

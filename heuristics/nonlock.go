@@ -401,7 +401,7 @@ func factTids(fs []threadFacts) []int {
 // or socket whose other end a stuck process holds (waiting-on-process),
 // gets none.
 func calmVerdict(a *Analysis, p *stacks.Process) (string, []threadFacts) {
-	if p.Exited || len(p.Threads) == 0 || lockOwnedWait(a, p) || a.LockDiagnosed(p.Pid) || goDeadlockClaims(a, p) {
+	if p.Exited || len(p.Threads) == 0 || isStopped(p) || lockOwnedWait(a, p) || a.LockDiagnosed(p.Pid) || goDeadlockClaims(a, p) {
 		return "", nil
 	}
 	if waitsOnStuck(a, p) {

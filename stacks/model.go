@@ -66,6 +66,24 @@ type Process struct {
 	// OSThreads are the OS threads of a process whose Threads are
 	// goroutines, when they were asked for (hangdoc attach --threads).
 	OSThreads []*Thread `json:"os_threads,omitempty"`
+	// Stop is set when the process was stopped (state T or t) or traced
+	// by another process when it was read: it cannot run until it is
+	// continued or its tracer lets it go.
+	Stop *Stop `json:"stop,omitempty"`
+}
+
+// Stop says what holds a stopped or traced process, as far as /proc
+// tells: it names the tracer, not the stop signal (the kernel keeps that
+// to itself), so a job-control stop is told by its terminal.
+type Stop struct {
+	// TracerPid is the process tracing it (a debugger, strace), read
+	// before hangdoc traced anything; 0 when none.
+	TracerPid int    `json:"tracer_pid,omitempty"`
+	Tracer    string `json:"tracer,omitempty"` // the tracer's command name
+	// BackgroundTTY is set when the process has a controlling terminal
+	// and is not in its foreground process group: a read of the terminal
+	// stops it with SIGTTIN, a write (with tostop) with SIGTTOU.
+	BackgroundTTY bool `json:"background_tty,omitempty"`
 }
 
 // Fork describes a forked child that did not exec.
