@@ -26,12 +26,22 @@ $(DLV):
 	cd $$($(GO) env GOMODCACHE)/github.com/go-delve/delve@v1.27.2 && $(GO) build -o $(DLV) ./cmd/dlv || \
 		echo "dlv not built: BenchmarkGoFreeze will skip it"
 
+# panicparse's pp, the goroutine-dump peer of `make bench`.
+PP ?= /tmp/hangdoc-pp/pp
+$(PP):
+	GOBIN=$(dir $(PP)) $(GO) install github.com/maruel/panicparse/v2/cmd/pp@v2.5.0 || \
+		echo "pp not built: the analyze table will not compare goroutine dumps"
+
 # Go benchmarks (unwinding, module loading, parsing, the freeze of a Go
-# program with 10,000 goroutines against dlv), then the freeze table:
-# how long one attach stops the threads of 10-, 200- and 2000-thread
-# patients, side by side with gdb and eu-stack on the same process.
-bench: $(DLV)
+# program with 10,000 goroutines against dlv); the analyze table:
+# hangdoc on 32 and 100 MB gdb and goroutine dumps against pt-pmp and
+# panicparse on the same files, and on inputs that are not dumps; then
+# the freeze table: how long one attach stops the threads of 10-, 200-,
+# 2000- and 10000-thread patients, side by side with gdb and eu-stack on
+# the same process.
+bench: deps build $(DLV) $(PP)
 	HANGDOC_DLV=$(DLV) $(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -benchmem -timeout $(TIMEOUT) ./...
+	$(GO) run ./internal/bigdump/cmd/scaletable -hangdoc bin/hangdoc -pp $(PP)
 	HANGDOC_FREEZE_TABLE=1 $(GO) test ./attach -run TestFreezeTable -v -count=1 -timeout 15m
 
 # The long proof runs (opt-in; CI runs 100 attaches and 50 kills): 1000

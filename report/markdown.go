@@ -15,6 +15,12 @@ import (
 type MarkdownOptions struct {
 	Version     string // hangdoc's version
 	CommandLine string // the command line that produced the report, as typed
+	// MaxBytes caps the report's size: 0 is GitHubCommentLimit, a
+	// negative value no cap.
+	MaxBytes int
+	// FullReport says where the whole report is when this one is cut
+	// (a file `hangdoc run --report` wrote); empty: how to get it.
+	FullReport string
 }
 
 // Markdown writes the report for a bug tracker (GitHub, GitLab; Jira's
@@ -32,7 +38,76 @@ type MarkdownOptions struct {
 // content), Mermaid labels (mermaidEscape) and link targets (http and
 // https only, percent-encoded).
 func Markdown(w io.Writer, snap *stacks.Snapshot, diags []heuristics.Diagnosis, opt MarkdownOptions) error {
-	ew := &errWriter{w: w}
+	limit := opt.MaxBytes
+	if limit == 0 {
+		limit = GitHubCommentLimit
+	}
+	var b strings.Builder
+	for i, lvl := range markdownLevels {
+		b.Reset()
+		ew := &errWriter{w: &b}
+		writeMarkdown(ew, snap, diags, opt, lvl)
+		if ew.err != nil {
+			return ew.err
+		}
+		if limit < 0 || b.Len() <= limit {
+			break
+		}
+		if i == len(markdownLevels)-1 {
+			// Even one line per stack group is too long: keep whole lines
+			// up to the limit, then say so (a fence left open at the cut
+			// is closed by the reader's renderer at the end of the text).
+			text := b.String()
+			foot := cutFooter(opt)
+			cut := strings.LastIndexByte(text[:max(0, limit-len(foot)-1)], '\n') + 1
+			b.Reset()
+			b.WriteString(text[:cut])
+			b.WriteString(foot)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// GitHubCommentLimit is the most characters a GitHub issue comment (and a
+// step summary's part) takes: markdown reports are cut to it by default.
+const GitHubCommentLimit = 65536
+
+// markdownLevel says how much of a report is written: the first level
+// that fits the limit is used, so a small report is whole and a report of
+// thousands of threads keeps its verdict, chain, fix and every distinct
+// stack group, with the long parts shortened.
+type markdownLevel struct {
+	listMax    int  // chain and evidence lines per diagnosis (0: all)
+	graph      bool // the mermaid wait-for graph
+	frames     int  // frames shown per stack group (0: all)
+	notes      bool // per-thread notes inside the stack groups
+	groupLines bool // each stack group as one line (no frames)
+}
+
+var markdownLevels = []markdownLevel{
+	{listMax: 25, graph: true, notes: true},
+	{listMax: 25, notes: true},
+	{listMax: 12, frames: 24},
+	{listMax: 8, frames: 8},
+	{listMax: 5, groupLines: true},
+}
+
+func (l markdownLevel) shortened() bool { return l != markdownLevels[0] }
+
+func cutFooter(opt MarkdownOptions) string {
+	return fmt.Sprintf("\n---\n\nCut to %d characters (a GitHub comment's limit). %s\n", GitHubCommentLimit, fullReportHint(opt))
+}
+
+// fullReportHint says where the whole report is.
+func fullReportHint(opt MarkdownOptions) string {
+	if opt.FullReport != "" {
+		return "The full report: " + mdText(opt.FullReport) + "."
+	}
+	return "The full report: the same command with `--format json`, or `--format text`."
+}
+
+func writeMarkdown(ew *errWriter, snap *stacks.Snapshot, diags []heuristics.Diagnosis, opt MarkdownOptions, lvl markdownLevel) {
 	if len(diags) == 0 {
 		ew.printf("**no verdict**: hangdoc names nothing here; the stacks are below.\n\n")
 	}
@@ -40,25 +115,32 @@ func Markdown(w io.Writer, snap *stacks.Snapshot, diags []heuristics.Diagnosis, 
 		if i == 1 {
 			ew.printf("### Also found\n\n")
 		}
-		writeMarkdownDiagnosis(ew, d)
+		writeMarkdownDiagnosis(ew, d, lvl.listMax)
 	}
 
 	if wg := buildWaitGraph(snap, diags); len(wg.edges) > 0 {
-		ew.printf("### Wait-for graph\n\n")
-		var b strings.Builder
-		writeMermaid(&errWriter{w: &b}, wg)
-		fence := codeFence(b.String())
-		ew.printf("%smermaid\n%s%s\n\n", fence, b.String(), fence)
+		if lvl.graph {
+			ew.printf("### Wait-for graph\n\n")
+			var b strings.Builder
+			writeMermaid(&errWriter{w: &b}, wg)
+			fence := codeFence(b.String())
+			ew.printf("%smermaid\n%s%s\n\n", fence, b.String(), fence)
+		} else {
+			ew.printf("### Wait-for graph\n\n%s edges: left out to keep the report short (`--format dot` draws it).\n\n", plural(len(wg.edges), "wait-for"))
+		}
 	}
 
 	if snap != nil && len(snap.Processes) > 0 {
 		ew.printf("### Stacks\n\n")
 		for _, p := range snap.Processes {
-			writeMarkdownProcess(ew, snap, p)
+			writeMarkdownProcess(ew, snap, p, lvl)
 		}
 	}
 
 	ew.printf("---\n\n")
+	if lvl.shortened() {
+		ew.printf("Shortened to fit a GitHub comment (%d characters). %s\n\n", GitHubCommentLimit, fullReportHint(opt))
+	}
 	version := opt.Version
 	if version == "" {
 		version = "(unknown version)"
@@ -68,14 +150,23 @@ func Markdown(w io.Writer, snap *stacks.Snapshot, diags []heuristics.Diagnosis, 
 		ew.printf(" with %s", codeSpan(opt.CommandLine))
 	}
 	ew.printf("\n")
-	return ew.err
 }
 
-func writeMarkdownDiagnosis(ew *errWriter, d heuristics.Diagnosis) {
-	ew.printf("**%s** (%s confidence): %s\n\n", mdText(d.ID), mdText(d.Confidence), mdProse(d.Summary))
-	for _, c := range d.Chain {
-		ew.printf("- %s\n", mdProse(c))
+// writeCapped writes items as a list, at most max of them (0: all), and
+// one line for the rest.
+func writeCapped(ew *errWriter, items []string, max int) {
+	for i, it := range items {
+		if max > 0 && i == max {
+			ew.printf("- … and %d more\n", len(items)-max)
+			break
+		}
+		ew.printf("- %s\n", mdProse(it))
 	}
+}
+
+func writeMarkdownDiagnosis(ew *errWriter, d heuristics.Diagnosis, listMax int) {
+	ew.printf("**%s** (%s confidence): %s\n\n", mdText(d.ID), mdText(d.Confidence), mdProse(d.Summary))
+	writeCapped(ew, d.Chain, listMax)
 	if len(d.Chain) > 0 {
 		ew.printf("\n")
 	}
@@ -100,9 +191,7 @@ func writeMarkdownDiagnosis(ew *errWriter, d heuristics.Diagnosis) {
 	}
 	if len(d.Evidence) > 0 {
 		ew.printf("**Evidence:**\n\n")
-		for _, e := range d.Evidence {
-			ew.printf("- %s\n", mdProse(e))
-		}
+		writeCapped(ew, d.Evidence, listMax)
 		ew.printf("\n")
 	}
 	if len(d.Refs) > 0 {
@@ -114,7 +203,7 @@ func writeMarkdownDiagnosis(ew *errWriter, d heuristics.Diagnosis) {
 	}
 }
 
-func writeMarkdownProcess(ew *errWriter, snap *stacks.Snapshot, proc *stacks.Process) {
+func writeMarkdownProcess(ew *errWriter, snap *stacks.Snapshot, proc *stacks.Process, lvl markdownLevel) {
 	cmd := strings.Join(proc.Cmdline, " ")
 	if cmd == "" {
 		cmd = proc.Exe
@@ -138,13 +227,13 @@ func writeMarkdownProcess(ew *errWriter, snap *stacks.Snapshot, proc *stacks.Pro
 	}
 	ew.printf("\n\n")
 	for _, g := range groups {
-		writeMarkdownGroup(ew, g)
+		writeMarkdownGroup(ew, g, lvl)
 	}
 	if len(proc.OSThreads) > 0 {
 		osGroups := stacks.GroupThreads(proc.OSThreads)
 		ew.printf("The program's %s in %s:\n\n", plural(len(proc.OSThreads), "OS thread"), plural(len(osGroups), "group"))
 		for _, g := range osGroups {
-			writeMarkdownGroup(ew, g)
+			writeMarkdownGroup(ew, g, lvl)
 		}
 	}
 	if len(proc.Notes) > 0 {
@@ -160,7 +249,7 @@ func writeMarkdownProcess(ew *errWriter, snap *stacks.Snapshot, proc *stacks.Pro
 // "<details><summary>2 threads: 4711 worker, 4712 worker — S, futex …</summary>"
 // over the frames in a code block. The summary line is HTML (GitHub reads
 // no Markdown there): it is escaped with character references (htmlText).
-func writeMarkdownGroup(ew *errWriter, g stacks.Group) {
+func writeMarkdownGroup(ew *errWriter, g stacks.Group, lvl markdownLevel) {
 	t0 := g.Threads[0]
 	names := make([]string, 0, min(len(g.Threads), 9))
 	for i, t := range g.Threads {
@@ -175,9 +264,21 @@ func writeMarkdownGroup(ew *errWriter, g stacks.Group) {
 		state += ", " + wt
 	}
 	summary := fmt.Sprintf("%s: %s — %s", plural(len(g.Threads), unit(g.Threads)), strings.Join(names, ", "), state)
+	if lvl.groupLines {
+		top := "(no stack)"
+		if len(g.Stack) > 0 {
+			top = frameLine(0, g.Stack[0]).String()
+		}
+		ew.printf("- %s: %s\n", mdText(summary), codeSpan(top))
+		return
+	}
 	ew.printf("<details><summary>%s</summary>\n\n", htmlText(summary))
 	var b strings.Builder
 	for i, f := range g.Stack {
+		if lvl.frames > 0 && i == lvl.frames {
+			fmt.Fprintf(&b, "… %d more frames\n", len(g.Stack)-i)
+			break
+		}
 		b.WriteString(frameLine(i, f).String())
 		b.WriteByte('\n')
 	}
@@ -190,15 +291,17 @@ func writeMarkdownGroup(ew *errWriter, g stacks.Group) {
 	code := b.String()
 	fence := codeFence(code)
 	ew.printf("%s\n%s%s\n\n", fence, code, fence)
-	for _, t := range g.Threads {
-		for _, n := range t.Notes {
-			ew.printf("- thread %d: %s\n", t.Tid, mdProse(n))
+	if lvl.notes {
+		for _, t := range g.Threads {
+			for _, n := range t.Notes {
+				ew.printf("- thread %d: %s\n", t.Tid, mdProse(n))
+			}
 		}
-	}
-	for _, t := range g.Threads {
-		if len(t.Notes) > 0 {
-			ew.printf("\n")
-			break
+		for _, t := range g.Threads {
+			if len(t.Notes) > 0 {
+				ew.printf("\n")
+				break
+			}
 		}
 	}
 	ew.printf("</details>\n\n")

@@ -1,10 +1,9 @@
 package stacks
 
 import (
-	"bytes"
+	"github.com/hangdoc/hangdoc/internal/bigdump"
+
 	"reflect"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 )
@@ -446,37 +445,11 @@ func TestParseGDBLinearTime(t *testing.T) {
 // (gdb's thread number and the LWP) so that every thread is new, as gdb
 // prints a process with a very large number of threads.
 func syntheticGDBDump(t testing.TB, size int) []byte {
-	text := string(readStoredDump(t, "gdb", "threads10.txt"))
-	var blocks []string
-	for _, blk := range strings.Split(text, "\n\n") {
-		if strings.HasPrefix(blk, "Thread ") {
-			blk, _, _ = strings.Cut(blk, "\n[Inferior ")
-			blocks = append(blocks, strings.TrimRight(blk, "\n"))
-		}
+	b, err := bigdump.GDB(string(readStoredDump(t, "gdb", "threads10.txt")), size)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if len(blocks) == 0 {
-		t.Fatal("threads10.txt: no thread blocks")
-	}
-	headRE := regexp.MustCompile(`^Thread \d+ \(Thread (0x[0-9a-f]+) \(LWP \d+\)`)
-	var b bytes.Buffer
-	b.Grow(size + 64<<10)
-	b.WriteString("[Thread debugging using libthread_db enabled]\n")
-	// gdb numbers threads downwards: start high enough never to reach 0
-	shortest := len(blocks[0])
-	for _, blk := range blocks {
-		shortest = min(shortest, len(blk))
-	}
-	n := size/shortest + 1
-	for i := 0; b.Len() < size; i++ {
-		blk := blocks[i%len(blocks)]
-		no := strconv.Itoa(n - i)
-		lwp := strconv.Itoa(100000 + n - i)
-		b.WriteString("\n")
-		b.WriteString(headRE.ReplaceAllString(blk, "Thread "+no+" (Thread ${1} (LWP "+lwp+")"))
-		b.WriteString("\n")
-	}
-	b.WriteString("[Inferior 1 (process 99999) detached]\n")
-	return b.Bytes()
+	return b
 }
 
 // BenchmarkParseGDB100MB reports parse speed (MB/s) and peak heap

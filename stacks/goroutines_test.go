@@ -1,13 +1,14 @@
 package stacks
 
 import (
+	"github.com/hangdoc/hangdoc/internal/bigdump"
+
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -716,27 +717,15 @@ func genDistinctFrames(n int) string {
 // SIGQUIT header, as a service with a very large number of goroutines
 // would print it.
 func syntheticGoDump(t testing.TB, size int) []byte {
-	var blocks []string
-	for _, name := range []string{"abba_sigquit.txt", "rlock_sigquit.txt", "chansend_sigquit.txt", "waitgroup_sigquit.txt",
-		"leak_sigquit.txt", "deadlock_fatal.txt", "gotest_timeout.txt", "go119_abba_sigquit.txt", "abba_sigquit_system.txt"} {
-		text := string(readGoDump(t, name))
-		for _, blk := range strings.Split(text, "\n\n") {
-			if strings.HasPrefix(blk, "goroutine ") && !strings.HasPrefix(blk, "goroutine 0 ") {
-				blocks = append(blocks, blk[strings.IndexByte(blk, ' ')+1:])
-			}
-		}
+	var texts []string
+	for _, name := range bigdump.GoSources {
+		texts = append(texts, string(readGoDump(t, name)))
 	}
-	idRE := regexp.MustCompile(`^\d+`)
-	var b bytes.Buffer
-	b.Grow(size + 64<<10)
-	b.WriteString("SIGQUIT: quit\nPC=0x486121 m=0 sigcode=0\n")
-	for id, i := 1, 0; b.Len() < size; id, i = id+1, i+1 {
-		b.WriteString("\ngoroutine ")
-		b.WriteString(strconv.Itoa(id))
-		b.WriteString(idRE.ReplaceAllString(blocks[i%len(blocks)], ""))
-		b.WriteByte('\n')
+	b, err := bigdump.Goroutines(texts, size)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return b.Bytes()
+	return b
 }
 
 // TestParseGoroutinesMemory bounds what a large dump costs: the parser
