@@ -62,25 +62,20 @@ func lockEvidence(mem unwind.Memory, syms dataSymbols, w *stacks.Wait, stack []s
 	}
 }
 
-// isMutexLock matches the frames of a pthread mutex acquisition (glibc
-// and libstdc++); the private low-level lock of malloc or stdio
-// (__lll_lock_wait_private) is a bare int, not a mutex, and is left out.
+// isMutexLock matches the frames of a lock whose holder glibc's
+// pthread_mutex_t records (the vocabulary's owner field says which:
+// pthread mutexes, std::mutex and its recursive kin); the private
+// low-level lock of malloc or stdio (__lll_lock_wait_private) is a bare
+// int, not a mutex, and is left out.
 func isMutexLock(fn string) bool {
-	fn = strings.TrimLeft(fn, "_")
-	return strings.HasPrefix(fn, "pthread_mutex_lock") ||
-		strings.HasPrefix(fn, "pthread_mutex_timedlock") ||
-		strings.HasPrefix(fn, "pthread_mutex_clocklock") ||
-		strings.HasPrefix(fn, "GI___pthread_mutex_lock") ||
-		fn == "lll_lock_wait" ||
-		fn == "pthread_mutex_cond_lock" ||
-		strings.HasPrefix(fn, "std::mutex::lock") ||
-		strings.HasPrefix(fn, "std::recursive_mutex::lock")
+	r := stacks.VocabularyInForce().Lookup(fn)
+	return r != nil && r.Role == stacks.RoleAcquire && r.Owner == stacks.OwnerPthreadMutex
 }
 
+// isJoin matches the frames of a thread join.
 func isJoin(fn string) bool {
-	fn = strings.TrimLeft(fn, "_")
-	return strings.HasPrefix(fn, "pthread_join") || strings.HasPrefix(fn, "pthread_clockjoin") ||
-		strings.HasPrefix(fn, "pthread_timedjoin") || strings.HasPrefix(fn, "std::thread::join")
+	r := stacks.VocabularyInForce().Lookup(fn)
+	return r != nil && r.Role == stacks.RoleJoin
 }
 
 // inFrames says whether one of the n innermost frames matches.

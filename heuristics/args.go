@@ -78,13 +78,13 @@ func waitArgLock(t *stacks.Thread) (argLock, int, bool) {
 	}
 	fallback, fallbackAt := argLock{}, -1
 	for i, f := range t.Stack[:min(caller, len(t.Stack))] {
-		k := funcKey(f)
-		lockFn := isLockFrame(k)
-		if !lockFn && !futexFuncs[k] {
+		lockFn := isLockFrame(f)
+		if !lockFn && !isFutexFrame(f) {
 			continue
 		}
+		row := nativeRow(f)
 		for _, a := range f.Args {
-			if !lockArgNames[a.Name] {
+			if !lockArgNames[a.Name] && !row.HasLockArg(a.Name) {
 				continue
 			}
 			l, ok := argAddr(a.Value)
@@ -156,7 +156,7 @@ func findArgRelocks(a *Analysis) []argRelock {
 			ls, at := argAddrsIn(t.Stack, caller+1, len(t.Stack))
 			for j, o := range ls {
 				f := t.Stack[at[j]]
-				if o.Addr != l.Addr || !(isLockFrame(funcKey(f)) || funcKey(f) == asker || takesLocks(f)) {
+				if o.Addr != l.Addr || !(isLockFrame(f) || funcKey(f) == asker || takesLocks(f)) {
 					continue
 				}
 				if o.Symbol != "" && l.Symbol == "" {
@@ -194,7 +194,7 @@ func joinArgTid(p *stacks.Process, t *stacks.Thread) int {
 		return 0
 	}
 	for _, f := range t.Stack[:min(caller, len(t.Stack))] {
-		if !futexFuncs[funcKey(f)] {
+		if !isFutexFrame(f) {
 			continue
 		}
 		for _, a := range f.Args {

@@ -7,25 +7,10 @@ import (
 	"github.com/hangdoc/hangdoc/stacks"
 )
 
-// funcKey reduces a frame's function to a name the predicates compare:
-// no parameters, no symbol version, no GCC clone suffix, no glibc alias
-// prefix and no leading underscores, so "__GI___pthread_mutex_lock",
-// "___pthread_mutex_lock" and "pthread_mutex_lock@@GLIBC_2.2.5" all read
-// "pthread_mutex_lock". Symbols, gdb and pasted dumps spell them apart.
-func funcKey(f stacks.Frame) string {
-	name := f.Func
-	if i := strings.IndexByte(name, '@'); i > 0 {
-		name = name[:i]
-	}
-	name = stacks.FuncBase(name)
-	for _, clone := range []string{".isra", ".part", ".constprop", ".cold", ".lto_priv", ".localalias"} {
-		if i := strings.Index(name, clone); i > 0 {
-			name = name[:i]
-		}
-	}
-	name = strings.TrimPrefix(name, "__GI_")
-	return strings.TrimLeft(name, "_")
-}
+// funcKey is a frame's function in the spelling every comparison uses
+// (stacks.FuncKey: no parameters, version, clone suffix, alias prefix or
+// leading underscores).
+func funcKey(f stacks.Frame) string { return stacks.FuncKey(f.Func) }
 
 func set(names ...string) map[string]bool {
 	m := make(map[string]bool, len(names))
@@ -33,85 +18,6 @@ func set(names ...string) map[string]bool {
 		m[n] = true
 	}
 	return m
-}
-
-// futexFuncs are the libc internals under every blocking wait: they say
-// that a thread is blocked, not on what.
-var futexFuncs = set(
-	"futex_wait", "futex_wait_simple", "futex_wait_cancelable",
-	"futex_abstimed_wait", "futex_abstimed_wait_common", "futex_abstimed_wait_common64",
-	"futex_abstimed_wait_cancelable64", "futex_reltimed_wait", "futex_lock_pi", "futex_lock_pi64",
-	"syscall", "syscall_cancel", "syscall_cancel_arch", "internal_syscall_cancel",
-)
-
-// lockFuncs take a lock somebody holds: pthread mutexes, rwlocks and
-// glibc's low-level locks (malloc arenas, stdio, the loader).
-var lockFuncs = set(
-	"pthread_mutex_lock", "pthread_mutex_timedlock", "pthread_mutex_clocklock",
-	"pthread_mutex_clocklock_common", "pthread_mutex_lock_full", "pthread_mutex_cond_lock",
-	"pthread_mutex_cond_lock_full", "pthread_mutex_lock_pi",
-	"lll_lock_wait", "lll_lock_wait_private", "lll_mutex_lock_optimized", "lll_clocklock_wait", "lll_timedlock_wait",
-	"lll_robust_lock_wait", "lll_lock_elision", "lll_robust_lock",
-	"pthread_rwlock_rdlock", "pthread_rwlock_wrlock", "pthread_rwlock_timedrdlock",
-	"pthread_rwlock_timedwrlock", "pthread_rwlock_clockrdlock", "pthread_rwlock_clockwrlock",
-	"pthread_rwlock_rdlock_full", "pthread_rwlock_wrlock_full",
-	"pthread_rwlock_rdlock_full64", "pthread_rwlock_wrlock_full64",
-	"gthread_mutex_lock", "gthread_recursive_mutex_lock", "gthrw_pthread_mutex_lock",
-	"rtld_lock_lock_recursive", "rtld_lock_default_lock_recursive",
-	"IO_flockfile", "flockfile",
-)
-
-// pyLockFuncs acquire a Python lock: a threading.Lock, or the lock an
-// Event or a Condition parks on.
-var pyLockFuncs = set(
-	"PyThread_acquire_lock_timed", "PyThread_acquire_lock", "acquire_timed",
-	"lock_PyThread_acquire_lock", "rlock_acquire", "PyMutex_LockTimed",
-	"PyMutex_LockSlow", "PyMutex_Lock", "PySemaphore_Wait", "PyParkingLot_Park",
-)
-
-// condFuncs sleep until somebody wakes them: condition variables and
-// semaphores, which record no owner.
-var condFuncs = set(
-	"pthread_cond_wait", "pthread_cond_timedwait", "pthread_cond_clockwait",
-	"pthread_cond_wait_common", "pthread_cond_timedwait64",
-	"sem_wait", "sem_timedwait", "sem_clockwait", "new_sem_wait_slow", "new_sem_wait_slow64",
-	"do_futex_wait", "std::thread::park",
-)
-
-var joinFuncs = set(
-	"pthread_join", "pthread_timedjoin_np", "pthread_clockjoin_np", "pthread_clockjoin_ex",
-	"pthread_join_common", "std::thread::join",
-)
-
-func isLockFrame(k string) bool {
-	if lockFuncs[k] || strings.HasPrefix(k, "L_lock_") {
-		return true
-	}
-	l := strings.ToLower(k)
-	switch {
-	case strings.Contains(l, "lock_guard<"), strings.Contains(l, "scoped_lock<"):
-		return true
-	case strings.Contains(l, "unique_lock<") && (strings.HasSuffix(l, "::lock") || strings.HasSuffix(l, "::unique_lock")):
-		return true
-	case strings.Contains(l, "mutex") && (strings.HasSuffix(l, "::lock") || strings.HasSuffix(l, "::lock_shared") ||
-		strings.Contains(l, "lock_contended") || strings.Contains(l, "lock_slow")):
-		// std::mutex::lock, Rust's futex Mutex::lock_contended,
-		// parking_lot's RawMutex::lock_slow
-		return true
-	}
-	return false
-}
-
-func isCondFrame(k string) bool {
-	if condFuncs[k] {
-		return true
-	}
-	l := strings.ToLower(k)
-	return strings.Contains(l, "condition_variable") && strings.Contains(l, "wait") ||
-		strings.Contains(l, "condvar") && strings.Contains(l, "wait") ||
-		strings.Contains(l, "semaphore") && strings.Contains(l, "acquire") ||
-		strings.Contains(l, "atomic_wait") ||
-		strings.HasPrefix(l, "parking_lot_core::parking_lot::park")
 }
 
 // waitClass is what a blocked thread waits on, as its frames tell.
@@ -136,23 +42,23 @@ func (c waitClass) isLock() bool { return c == waitLock || c == waitPyLock }
 // futex is set when only futex internals were seen.
 func blockedIn(stack []stacks.Frame) (class waitClass, caller int, futex bool) {
 	for i, f := range stack {
-		k := funcKey(f)
+		r := nativeRow(f)
 		var c waitClass
 		switch {
 		case f.Signal:
 			return class, i, futex
 		case f.Func == "" && class == notWaiting && !futex:
 			continue // unsymbolised libc under the wait
-		case futexFuncs[k]:
+		case r != nil && (r.Role == stacks.RolePark || r.Role == stacks.RoleSyscall):
 			futex = true
 			continue
-		case isLockFrame(k):
-			c = waitLock
-		case pyLockFuncs[k]:
+		case r != nil && r.Role.IsLock() && r.AnyReleaser:
 			c = waitPyLock
-		case isCondFrame(k):
+		case r != nil && r.Role.IsLock():
+			c = waitLock
+		case r != nil && r.Role == stacks.RoleCond:
 			c = waitCond
-		case joinFuncs[k]:
+		case r != nil && r.Role == stacks.RoleJoin:
 			c = waitJoin
 		default:
 			if class == waitCond && stacks.IsPythonFrame(f) {

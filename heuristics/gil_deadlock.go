@@ -234,10 +234,10 @@ func matchGILDeadlock(a *Analysis) []Diagnosis {
 func gilSite(t *stacks.Thread) string {
 	entry := -1
 	for i, f := range t.Stack {
-		if gilEntries[funcKey(f)] {
+		if isGILFrame(f) {
 			entry = i
 		}
-		if entry >= 0 && !gilEntries[funcKey(f)] {
+		if entry >= 0 && !isGILFrame(f) {
 			if f.Func == "" || stacks.IsPythonFrame(f) {
 				break
 			}

@@ -6,23 +6,6 @@ import (
 	"github.com/hangdoc/hangdoc/stacks"
 )
 
-func TestFuncKey(t *testing.T) {
-	for in, want := range map[string]string{
-		"__GI___pthread_mutex_lock":                  "pthread_mutex_lock",
-		"___pthread_mutex_lock":                      "pthread_mutex_lock",
-		"pthread_mutex_lock@@GLIBC_2.2.5":            "pthread_mutex_lock",
-		"std::mutex::lock()":                         "std::mutex::lock",
-		"_int_malloc.isra.0":                         "int_malloc",
-		"__lll_lock_wait_private":                    "lll_lock_wait_private",
-		"void foo<int>(int)":                         "foo<int>",
-		"hangdoc_patient::Guarded<int>::update(int)": "hangdoc_patient::Guarded<int>::update",
-	} {
-		if got := funcKey(stacks.Frame{Func: in}); got != want {
-			t.Errorf("funcKey(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func frames(names ...string) []stacks.Frame { return thread(1, "", names...).Stack }
 
 func TestBlockedIn(t *testing.T) {

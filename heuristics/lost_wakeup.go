@@ -130,11 +130,11 @@ func sleepKind(t *stacks.Thread) string {
 	_, caller := waitOf(t)
 	for _, f := range t.Stack[:min(caller, len(t.Stack))] {
 		switch k := funcKey(f); {
-		case pyLockFuncs[k]:
+		case isPyLockFrame(f):
 			kind = "Python locks"
 		case strings.HasPrefix(k, "sem_"), strings.HasPrefix(k, "new_sem_"), strings.Contains(strings.ToLower(k), "semaphore"):
 			kind = "semaphores"
-		case isCondFrame(k) && k != "do_futex_wait":
+		case isCondFrame(f) && k != "do_futex_wait":
 			kind = "condition variables"
 		}
 	}

@@ -135,29 +135,6 @@ func sampleStackKey(st []stacks.Frame, exact bool) string {
 	return b.String()
 }
 
-// Syscalls by the kind of wait they are, as stacks.Wait.Syscall spells
-// them (attach's x86-64 table) and as libc's wrappers are named.
-var callKinds = map[string]waitKind{
-	"read": wkIO, "readv": wkIO, "pread64": wkIO, "preadv": wkIO, "preadv2": wkIO,
-	"write": wkIO, "writev": wkIO, "pwrite64": wkIO, "pwritev": wkIO,
-	"recv": wkIO, "recvfrom": wkIO, "recvmsg": wkIO, "recvmmsg": wkIO,
-	"send": wkIO, "sendto": wkIO, "sendmsg": wkIO, "sendmmsg": wkIO,
-	"poll": wkIO, "ppoll": wkIO, "select": wkIO, "pselect6": wkIO, "pselect": wkIO,
-	"epoll_wait": wkIO, "epoll_pwait": wkIO, "epoll_pwait2": wkIO,
-	"accept": wkIO, "accept4": wkIO, "connect": wkIO,
-	"fsync": wkIO, "fdatasync": wkIO, "msgrcv": wkIO, "mq_timedreceive": wkIO,
-	"nanosleep": wkSleep, "clock_nanosleep": wkSleep, "pause": wkSleep,
-	"sleep": wkSleep, "usleep": wkSleep,
-	"futex": wkFutex, "futex_waitv": wkFutex,
-	"wait4": wkChild, "waitid": wkChild, "waitpid": wkChild, "wait": wkChild,
-	"rt_sigtimedwait": wkSignal, "rt_sigsuspend": wkSignal, "sigwait": wkSignal,
-	"sigwaitinfo": wkSignal, "sigtimedwait": wkSignal, "sigsuspend": wkSignal,
-	"sched_yield": wkRunning,
-}
-
-// libc functions that mean a futex wait when a dump has no syscall.
-var libcFutexWaits = regexp.MustCompile(`^(lll_lock_wait|lll_lock_wait_private|futex_wait|futex_abstimed_wait_common|futex_abstimed_wait_common64|futex_wait_cancelable|pthread_mutex_lock|pthread_mutex_timedlock|pthread_cond_wait|pthread_cond_timedwait|pthread_cond_clockwait|pthread_rwlock_rdlock|pthread_rwlock_wrlock|sem_wait|sem_timedwait|sem_clockwait|pthread_join|pthread_clockjoin_ex|pthread_timedjoin_np|do_futex_wait)$`)
-
 // Callers that turn a select or poll without fds into a sleep.
 var sleepyCallers = regexp.MustCompile(`(?i)(^|[^a-z])(u?sleep|pysleep|time_sleep|g_usleep|nanosleep|msleep|sleep_for|sleep_until)([^a-z]|$)`)
 
@@ -165,7 +142,7 @@ var sleepyCallers = regexp.MustCompile(`(?i)(^|[^a-z])(u?sleep|pysleep|time_slee
 // syscall when the source read it, else from the innermost frames.
 func classifySample(s stacks.Sample) (waitKind, string) {
 	if s.Wait != nil && s.Wait.Syscall != "" && s.Wait.Syscall != "none" && s.Wait.Nr >= 0 {
-		k, ok := callKinds[s.Wait.Syscall]
+		k, ok := callKindOf(s.Wait.Syscall)
 		if !ok {
 			k = wkOther
 		}
@@ -180,14 +157,14 @@ func classifySample(s stacks.Sample) (waitKind, string) {
 		if i >= 6 || stacks.IsPythonFrame(f) {
 			break // a Python function named poll or read is not the syscall
 		}
-		n := bareFunc(f.Func)
-		if n == "" {
+		n := stacks.CallName(f.Func)
+		if n == "" || frameRole(f) == stacks.RoleSyscall {
 			continue
 		}
-		if k, ok := callKinds[n]; ok {
+		if k, ok := callKindOf(f.Func); ok {
 			return refineSelect(k, n, nil, s.Stack), n
 		}
-		if libcFutexWaits.MatchString(n) {
+		if isWaitMachinery(f) {
 			return wkFutex, n
 		}
 	}
@@ -221,7 +198,7 @@ func refineSelect(k waitKind, call string, w *stacks.Wait, st []stacks.Frame) wa
 		if i >= 8 {
 			break
 		}
-		n := bareFunc(f.Func)
+		n := stacks.CallName(f.Func)
 		if n == call {
 			continue
 		}
@@ -230,32 +207,6 @@ func refineSelect(k waitKind, call string, w *stacks.Wait, st []stacks.Frame) wa
 		}
 	}
 	return k
-}
-
-// bareFunc strips the decorations glibc puts on its entry points
-// (__GI___nanosleep, __libc_read, __poll, read@@GLIBC_2.2.5,
-// __clock_nanosleep_time64, __read_nocancel) down to the call's name.
-func bareFunc(s string) string {
-	if i := strings.IndexByte(s, '@'); i > 0 {
-		s = s[:i]
-	}
-	if i := strings.IndexByte(s, '('); i > 0 {
-		s = s[:i]
-	}
-	for {
-		t := strings.TrimPrefix(s, "__GI_")
-		t = strings.TrimPrefix(t, "__libc_")
-		t = strings.TrimPrefix(t, "___")
-		t = strings.TrimPrefix(t, "__")
-		t = strings.TrimPrefix(t, "_")
-		if t == s {
-			break
-		}
-		s = t
-	}
-	s = strings.TrimSuffix(s, "_time64")
-	s = strings.TrimSuffix(s, "_nocancel")
-	return s
 }
 
 // label names the thread for a person: "thread 4711 `worker`".
@@ -297,17 +248,13 @@ func innermostOwnFunc(st []stacks.Frame) string {
 		if f.Func == "" || f.Signal {
 			continue
 		}
-		n := bareFunc(f.Func)
-		if _, ok := callKinds[n]; ok || libcFutexWaits.MatchString(n) || libcSyscallPlumbing.MatchString(n) {
+		if _, ok := callKindOf(f.Func); ok || isWaitMachinery(f) {
 			continue
 		}
 		return f.Func
 	}
 	return ""
 }
-
-// glibc's cancellation plumbing between a wrapper and the kernel.
-var libcSyscallPlumbing = regexp.MustCompile(`^(syscall_cancel_arch|internal_syscall_cancel|syscall_cancel|syscall|lll_lock_wait|lll_lock_wait_private|futex_abstimed_wait_common|futex_abstimed_wait_common64|pthread_cond_wait_common)$`)
 
 // chainOfFrames renders a stack as "f ← g ← h" with at most n frames.
 func chainOfFrames(st []stacks.Frame, n int) string {

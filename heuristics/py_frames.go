@@ -161,26 +161,17 @@ func pyWorker(p *stacks.Process) string {
 	return ""
 }
 
-// gilEntries take the GIL back: Py_END_ALLOW_THREADS, PyGILState_Ensure
-// and the interpreter's own waits all block in take_gil (a static
-// function: often "??" in a stripped libpython). From 3.13 on they reach
-// it through _PyThreadState_Attach, which PyEval_RestoreThread tail-calls
-// (so that frame is gone from the stack).
-var gilEntries = set("take_gil", "PyEval_RestoreThread", "PyEval_AcquireThread", "PyEval_AcquireLock",
-	"PyGILState_Ensure", "PyEval_RestoreThread_impl", "PyThread_take_gil", "PyThreadState_Attach")
-
 // waitsForGIL: the thread blocks taking the GIL: under the futex,
 // condition variable and mutex internals (and unnamed frames of a
 // stripped libpython) is take_gil or a function that calls it.
 func waitsForGIL(t *stacks.Thread) bool {
 	for _, f := range t.Stack {
-		k := funcKey(f)
 		switch {
 		case f.Signal:
 			return false
-		case gilEntries[k]:
+		case isGILFrame(f):
 			return true
-		case f.Func == "", futexFuncs[k], isCondFrame(k), isLockFrame(k):
+		case f.Func == "", isFutexFrame(f), isCondFrame(f), isLockFrame(f):
 			continue
 		}
 		return false

@@ -533,7 +533,7 @@ func threadWaits(t *stacks.Thread) []*stacks.Wait {
 }
 
 func frameMatches(x *regexp.Regexp, f stacks.Frame) bool {
-	return f.Func != "" && (x.MatchString(f.Func) || x.MatchString(bareFunc(f.Func)))
+	return f.Func != "" && (x.MatchString(f.Func) || x.MatchString(stacks.CallName(f.Func)))
 }
 
 // allMatchFrames: every regexp matches a frame of one of the thread's

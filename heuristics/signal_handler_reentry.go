@@ -2,7 +2,6 @@ package heuristics
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/hangdoc/hangdoc/stacks"
 )
@@ -121,34 +120,14 @@ func sameLockBelow(stack []stacks.Frame, caller, sig int) (int, string) {
 	return -1, ""
 }
 
-var (
-	mallocFuncs = set("malloc", "free", "calloc", "realloc", "reallocarray", "memalign", "posix_memalign",
-		"aligned_alloc", "valloc", "pvalloc", "libc_malloc", "libc_free", "libc_calloc", "libc_realloc",
-		"libc_memalign", "int_malloc", "int_free", "int_realloc", "int_memalign", "malloc_consolidate",
-		"arena_get2", "arena_get_retry", "tcache_init", "sysmalloc", "operator new", "operator new[]",
-		"operator delete", "operator delete[]", "je_malloc", "je_free", "tc_malloc", "tc_free")
-	stdioFuncs = set("printf", "fprintf", "vprintf", "vfprintf", "vfprintf_internal", "puts", "fputs",
-		"fputc", "putc", "putchar", "fwrite", "fflush", "fclose", "fgets", "getc", "fgetc", "perror",
-		"flockfile", "IO_flockfile", "IO_vfprintf", "IO_fwrite", "IO_puts", "IO_fputs", "IO_fflush",
-		"IO_putc", "IO_fclose", "printf_chk", "fprintf_chk", "vfprintf_chk")
-	syslogFuncs = set("syslog", "vsyslog", "vsyslog_internal", "syslog_chk", "vsyslog_chk", "openlog", "closelog")
-)
-
 // lockFamily names the lock a well-known non-async-signal-safe function
-// takes, "" for others.
+// takes (the vocabulary's lock-holding libraries, and the loader), ""
+// for others.
 func lockFamily(f stacks.Frame) string {
-	k := funcKey(f)
-	switch {
-	case mallocFuncs[k]:
-		return "malloc"
-	case stdioFuncs[k]:
-		return "stdio"
-	case syslogFuncs[k]:
-		return "syslog"
-	case strings.HasPrefix(k, "google::"), strings.HasPrefix(k, "spdlog::"), strings.HasPrefix(k, "log4cxx::"),
-		strings.HasPrefix(k, "boost::log::"):
-		return "logger"
-	case isLoaderFrame(f):
+	if fam := heldFamily(f); fam != "" {
+		return fam
+	}
+	if isLoaderFrame(f) {
 		return "dynamic loader"
 	}
 	return ""

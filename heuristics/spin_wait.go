@@ -157,7 +157,7 @@ func spinLoopFunc(st []stacks.Frame) (string, bool) {
 		if f.Func == "" || f.Signal {
 			continue
 		}
-		n := bareFunc(f.Func)
+		n := stacks.CallName(f.Func)
 		if yieldFrames.MatchString(n) {
 			continue
 		}
@@ -183,7 +183,7 @@ func sameSpinStack(f threadFacts) bool {
 			continue
 		}
 		st := s.Stack
-		for len(st) > 0 && yieldFrames.MatchString(bareFunc(st[0].Func)) {
+		for len(st) > 0 && yieldFrames.MatchString(stacks.CallName(st[0].Func)) {
 			st = st[1:]
 		}
 		k := sampleStackKey(st, false)

@@ -244,21 +244,3 @@ func TestVerdictsIgnoreExitedProcess(t *testing.T) {
 		t.Errorf("exited process got %s", ds[0].ID)
 	}
 }
-
-func TestBareFunc(t *testing.T) {
-	for in, want := range map[string]string{
-		"__GI___nanosleep":         "nanosleep",
-		"__libc_read":              "read",
-		"__poll":                   "poll",
-		"read@@GLIBC_2.2.5":        "read",
-		"__clock_nanosleep_time64": "clock_nanosleep",
-		"__read_nocancel":          "read",
-		"___pthread_cond_wait":     "pthread_cond_wait",
-		"__lll_lock_wait":          "lll_lock_wait",
-		"main":                     "main",
-	} {
-		if got := bareFunc(in); got != want {
-			t.Errorf("bareFunc(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
