@@ -332,6 +332,15 @@ func noteUnreadGoroutines(a *Analysis, ds []Diagnosis) {
 				continue
 			}
 			d.Confidence = Low
+			if !d.Deadlock {
+				// Its OS threads idle in futex and epoll waits whether its
+				// goroutines deadlock or not: nothing is ruled out.
+				d.Title = "A Go program whose goroutines were not read: no verdict on them"
+				d.Summary = "goroutines not read, so a deadlock is not ruled out: its OS threads are " +
+					strings.TrimPrefix(d.Summary, "not a deadlock, ")
+				d.Fix = "Read its goroutines before trusting this: build it with -ldflags='-s=false -w=false' (go test and go run strip DWARF) " +
+					"and attach again, or send it SIGQUIT and run hangdoc analyze on the goroutine dump."
+			}
 			d.Evidence = append(d.Evidence, fmt.Sprintf("pid %d is a Go program (%s) read as OS threads: its goroutines, where a Go hang shows, "+
 				"were not read (see the process's notes); build it with DWARF (go test -ldflags='-s=false -w=false') or take its goroutine dump (SIGQUIT)",
 				pid, p.Runtime))
