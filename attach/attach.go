@@ -88,15 +88,17 @@ func AttachStats(ctx context.Context, pids []int, opts Options) (*stacks.Snapsho
 
 	s := &sampler{opts: opts, tracer: newTracer()}
 	defer func() { s.tracer.close() }()
+	snap.Samples = 0 // the samples taken: a cancelled attach reports fewer
+sampling:
 	for i := 0; i < opts.Samples; i++ {
 		if i > 0 {
 			select {
 			case <-ctx.Done():
-				i = opts.Samples // report what was read
-				continue
+				break sampling // report what was read
 			case <-time.After(opts.Interval):
 			}
 		}
+		snap.Samples++
 		threads, procs := 0, 0
 		for _, tg := range targets {
 			if !tg.exited {

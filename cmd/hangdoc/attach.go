@@ -61,7 +61,9 @@ Needs ptrace permission over the target: root, or CAP_SYS_PTRACE.`,
 				if err != nil || pid <= 0 {
 					return usageError{fmt.Errorf("%q is not a process id", a)}
 				}
-				opts.pids = append(opts.pids, pid)
+				if !slices.Contains(opts.pids, pid) { // a pid named twice is one process
+					opts.pids = append(opts.pids, pid)
+				}
 			}
 			return runAttach(cmd.Context(), opts, ios)
 		},
@@ -89,13 +91,17 @@ func runAttach(ctx context.Context, opts *attachOptions, ios *ioStreams) error {
 	// Ctrl-C during sampling ends it early and reports what was read.
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	pids, err := attachableRoots(opts.pids, ios)
+	if err != nil {
+		return err
+	}
 	pr := newProgress(ios.errOut)
 	aopts := attach.Options{Samples: opts.samples, Interval: opts.interval, Progress: pr.update, Threads: opts.threads}
 	var snap *stacks.Snapshot
 	if opts.tree {
-		snap, err = attachDescendants(ctx, opts.pids, aopts, ios)
+		snap, err = attachDescendants(ctx, pids, aopts, ios)
 	} else {
-		snap, err = attach.Attach(ctx, opts.pids, aopts)
+		snap, err = attach.Attach(ctx, pids, aopts)
 	}
 	pr.clear()
 	if err != nil {
@@ -104,16 +110,39 @@ func runAttach(ctx context.Context, opts *attachOptions, ios *ioStreams) error {
 	return opts.diagnoseAndReport(ios, snap, rules)
 }
 
-// attachDescendants samples the processes named and all their
-// descendants in one snapshot. The processes named must be there; a
-// descendant that exited, is a zombie or cannot be read is left out
-// (attachTree), and stderr says so.
-func attachDescendants(ctx context.Context, roots []int, opts attach.Options, ios *ioStreams) (*stacks.Snapshot, error) {
-	for _, pid := range roots {
+// attachableRoots keeps the pids that can be attached. Each one that
+// cannot gets its error line on stderr and is left out, so one mistyped
+// pid does not cost the report on the others; when none can be attached,
+// the first one's error is the command's.
+func attachableRoots(pids []int, ios *ioStreams) ([]int, error) {
+	var ok []int
+	var first error
+	for _, pid := range pids {
 		if err := attach.Attachable(pid); err != nil {
-			return nil, err
+			if first == nil {
+				first = err
+			}
+			if len(pids) == 1 {
+				break // main says why
+			}
+			fmt.Fprintf(ios.errOut, "hangdoc: left out: %v\n", err)
+			continue
 		}
+		ok = append(ok, pid)
 	}
+	if len(ok) == 0 {
+		return nil, first
+	}
+	if first != nil {
+		ios.leftOut = true
+	}
+	return ok, nil
+}
+
+// attachDescendants samples the processes named and all their
+// descendants in one snapshot. A descendant that exited, is a zombie or
+// cannot be read is left out (attachTree), and stderr says so.
+func attachDescendants(ctx context.Context, roots []int, opts attach.Options, ios *ioStreams) (*stacks.Snapshot, error) {
 	var pids []int
 	for _, root := range roots {
 		for _, pid := range append([]int{root}, attach.Descendants(root)...) {

@@ -14,6 +14,10 @@ type ioStreams struct {
 	out, errOut   io.Writer
 	outIsTerminal bool
 	exitCode      int
+	// leftOut is set when a process named on the command line could not
+	// be read: a report on the others that names no hang exits
+	// exitAnalysis, not exitOK.
+	leftOut bool
 }
 
 func systemStreams() *ioStreams {

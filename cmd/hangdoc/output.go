@@ -63,6 +63,9 @@ func (o *reportOptions) diagnoseAndReport(ios *ioStreams, snap *stacks.Snapshot,
 			break
 		}
 	}
+	if ios.leftOut && ios.exitCode != exitHang {
+		ios.exitCode = exitAnalysis
+	}
 	switch o.format {
 	case "json":
 		return report.JSON(ios.out, snap, diags)
