@@ -112,6 +112,11 @@ func Core(path string, opts CoreOptions) (snap *stacks.Snapshot, err error) {
 		notes = append(notes, fmt.Sprintf("the core has no process note (NT_PRPSINFO): pid %d is the lowest thread id", pid))
 	}
 
+	if opts.Exe != "" {
+		if err := exeIsCoreBuild(cf, opts.Exe); err != nil {
+			return nil, err
+		}
+	}
 	mods := loadCoreModules(cf, opts)
 	notes = append(notes, mods.notes...)
 	mem := cf.WithFiles(opts.Root)
@@ -248,6 +253,39 @@ func goCore(cf *core.File, mods *coreModules, mem *core.FileBacked, proc *stacks
 	}
 	proc.Notes = append(proc.Notes, res.Notes...)
 	return true, ""
+}
+
+// exeIsCoreBuild refuses an --exe that is not the build the core's
+// process ran: its symbols would name every frame wrong. The core's
+// build id for the executable decides when it holds one, else the
+// executable's first page (a Go binary has no GNU build id); nothing to
+// compare passes.
+func exeIsCoreBuild(cf *core.File, exe string) error {
+	name := coreExePath(cf)
+	var ms []core.Mapping
+	for _, m := range cf.Mappings {
+		if strings.TrimSuffix(m.Path, deletedSuffix) == name {
+			ms = append(ms, m)
+		}
+	}
+	if name == "" || len(ms) == 0 {
+		return nil
+	}
+	if want, _, _ := coreBuildID(cf, ms); want != "" {
+		f, err := modules.Open(exe, module.Options{OriginalPath: exe})
+		if err != nil {
+			return fmt.Errorf("--exe %s: %v", exe, err)
+		}
+		if f.BuildID != want {
+			have := "has no build id"
+			if f.BuildID != "" {
+				have = "is build " + f.BuildID
+			}
+			return fmt.Errorf("%s is not the build the process ran (the core names build %s, it %s); pass that very executable with --exe", exe, want, have)
+		}
+		return nil
+	}
+	return sameFirstPage(cf, name, exe)
 }
 
 // sameFirstPage checks that exe is the build the process ran when the

@@ -135,3 +135,25 @@ func TestAnalyzeCore(t *testing.T) {
 		t.Fatalf("exit %d, first line %q", code, first)
 	}
 }
+
+// TestAnalyzeCoreWrongExe: --exe naming another build than the one a C
+// program's core ran is refused in one line, as for a Go core: its
+// symbols would name the core's frames wrong (__do_global_dtors_aux).
+func TestAnalyzeCoreWrongExe(t *testing.T) {
+	patient.RequirePtrace(t)
+	bin := patient.Build(t, "abba.c", patient.O2g...)
+	p := patient.Start(t, bin)
+	core := patient.Gcore(t, p.Pid, t.TempDir())
+	other := patient.Build(t, "mutex_o2.c", patient.O2g...)
+	out, _, code, err := runIn("analyze", core, "--exe", other)
+	if err == nil || code != exitAnalysis {
+		t.Fatalf("exit %d, %v: want the core refused\n%s", code, err, out)
+	}
+	if msg := err.Error(); strings.Contains(msg, "\n") || !strings.Contains(msg, other+" is not the build the process ran") {
+		t.Errorf("error %q: want one line saying --exe is another build", msg)
+	}
+	// The right build is taken.
+	if out, _, code, err := runWith("", "analyze", core, "--exe", bin); err != nil || code != exitHang || !strings.HasPrefix(out, "lock-order-cycle") {
+		t.Errorf("--exe of the build it ran: exit %d, %v\n%s", code, err, out)
+	}
+}
