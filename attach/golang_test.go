@@ -506,42 +506,6 @@ func TestGoExitMidSample(t *testing.T) {
 	t.Logf("%d goroutines, %d samples before the exit; notes %v", len(proc.Threads), len(proc.Threads[0].Samples), proc.Notes)
 }
 
-// TestGoWithoutDWARF: a Go program built without debug information
-// (-ldflags=-w) cannot be read goroutine by goroutine; its OS threads are
-// shown instead, and a note says why and how to keep the DWARF. The
-// runtime is still named: the heuristics must know these are a Go
-// program's OS threads.
-func TestGoWithoutDWARF(t *testing.T) {
-	patient.RequirePtrace(t)
-	p := patient.StartGo(t, patient.BuildGo(t, "abba", "-ldflags=-w"))
-	snap, err := attach.Attach(context.Background(), []int{p.Pid}, attach.Options{Samples: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	proc := snap.Processes[0]
-	note := strings.Join(proc.Notes, "\n")
-	if !strings.HasPrefix(proc.Runtime, "go1.") || !strings.Contains(note, "no DWARF debug information") || !strings.Contains(note, "-s=false -w=false") {
-		t.Fatalf("runtime %q, notes %q: want the Go version and a note naming the missing DWARF and how to keep it", proc.Runtime, note)
-	}
-	named := false
-	for _, th := range proc.Threads {
-		if th.Goroutine != nil || len(th.Stack) == 0 {
-			t.Errorf("thread %d: goroutine %v, %d frames: want an OS thread with its stack", th.Tid, th.Goroutine, len(th.Stack))
-		}
-		named = named || len(th.Stack) > 0 && strings.HasPrefix(th.Stack[0].Func, "runtime.")
-	}
-	if !named {
-		t.Errorf("no OS thread's frames are named: the Go pclntab should name them without DWARF")
-	}
-	// The scheduler's futex and epoll waits say nothing about the
-	// goroutines: whatever is said of the process is only a guess.
-	for _, d := range heuristics.Diagnose(snap, heuristics.Options{}) {
-		if d.Confidence != heuristics.Low || !strings.Contains(strings.Join(d.Evidence, "\n"), "read as OS threads") {
-			t.Errorf("%s %s: want low confidence and evidence that the goroutines were not read: %v", d.ID, d.Confidence, d.Evidence)
-		}
-	}
-}
-
 // go119 is Debian's Go 1.19 (golang-1.19-go, installed by
 // scripts/install-deps.sh): a runtime from before Go 1.20, whose sync
 // waits all say "semacquire".

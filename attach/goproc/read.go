@@ -51,6 +51,9 @@ type Reader struct {
 	rt      *runtimeInfo // read on the first sample
 	// live is false for a core: its clock stopped when it was written.
 	live bool
+	// bare reads the runtime's structures without DWARF (nil when the
+	// executable has DWARF: delve reads it).
+	bare *bare
 }
 
 // Open loads the executable's debug information (the slow part: DWARF,
@@ -67,6 +70,9 @@ func Open(pid int) (*Reader, error) {
 		return nil, err
 	}
 	r.pid, r.live = pid, true
+	if r.bare != nil {
+		r.bare.live = true
+	}
 	return r, nil
 }
 
@@ -90,7 +96,11 @@ func open(what, exe string, entry uint64, mem Memory) (*Reader, error) {
 		return nil, fmt.Errorf("%s: not a Go program (no Go build information in its executable)", what)
 	}
 	if err := hasDWARF(exe); err != nil {
-		return nil, fmt.Errorf("%s: %v", what, err)
+		b, berr := openBare(what, exe, entry, mem, version)
+		if berr != nil {
+			return nil, fmt.Errorf("%s: %v; %v", what, err, strings.TrimPrefix(berr.Error(), what+": "))
+		}
+		return &Reader{what: what, exe: exe, version: version, bare: b}, nil
 	}
 	p := &process{mem: mem, entryPoint: entry, bi: proc.NewBinaryInfo("linux", "amd64", true),
 		threads: map[int]*thread{}, breakpoints: proc.NewBreakpointMap()}
@@ -107,7 +117,19 @@ func (r *Reader) GoVersion() string { return r.version }
 
 // RefusedWrites counts the changes delve asked to make to the target and
 // was refused: breakpoints, memory, registers.
-func (r *Reader) RefusedWrites() int64 { return r.p.refused.Load() }
+func (r *Reader) RefusedWrites() int64 {
+	if r.p == nil {
+		return 0 // nothing but memory reads
+	}
+	return r.p.refused.Load()
+}
+
+// withoutDWARFNote is the note of a Go process read without DWARF.
+const withoutDWARFNote = "no DWARF: goroutines read without DWARF from the runtime's own structures (pclntab, allgs, the release's struct layout); frame arguments are the words the runtime's traceback prints, without names"
+
+// WithoutDWARF says the goroutines are read from the runtime's
+// structures by the release's layout, not through DWARF.
+func (r *Reader) WithoutDWARF() bool { return r.bare != nil }
 
 // hasDWARF checks that the executable carries the debug information
 // goroutines are read with (delve would print a warning on stderr and
@@ -164,6 +186,9 @@ func (r *Reader) Read(regs []ThreadRegs, opts Options) (*Result, error) {
 	}
 	if opts.MaxDepth <= 0 {
 		opts.MaxDepth = 512
+	}
+	if r.bare != nil {
+		return r.bare.read(regs, opts)
 	}
 	r.p.threads = make(map[int]*thread, len(regs))
 	current := &thread{p: r.p, tid: regs[0].Tid, regs: ptraceRegs(&regs[0].Regs)}
@@ -466,6 +491,7 @@ func monotonicNow() int64 {
 
 // Goroutine statuses (runtime/runtime2.go).
 const (
+	gRunning = 2
 	gSyscall = 3
 	gWaiting = 4
 	gLeaked  = 10
