@@ -137,14 +137,35 @@ func asSpinner(a *Analysis, f threadFacts, cpuEvidence bool) (spinner, bool) {
 		// at least three samples, pinned to a CPU.
 		return s, f.exact && len(f.samples) >= 3 && s.cpu >= 80
 	}
-	// One sample, or no CPU figures: only the loop's name speaks, and not
-	// a Python function's (a dump of Python frames alone does not say
-	// whether C code under them blocks).
-	if !named || stacks.IsPythonFrame(st[0]) {
+	// One sample never shows a spin: a thread caught once in a spin
+	// lock or a poll loop is as likely blocked there (a gdb dump of a
+	// spin lock's waiter is a lock wait), unless a known upstream bug
+	// says that loop spins. Several samples without CPU
+	// figures: only the loop's name speaks, and not a Python function's
+	// (a dump of Python frames alone does not say whether C code under
+	// them blocks).
+	if len(f.samples) < 2 && !knownSpin(a, f.t) || !named || stacks.IsPythonFrame(st[0]) {
 		return spinner{}, false
 	}
 	last := f.samples[len(f.samples)-1]
 	return s, last.State == "R" || (last.State == "" && f.kind == wkUnknown)
+}
+
+// knownSpin: a known upstream bug whose frames are the thread's says it
+// spins there (MLX's Fence::wait): the one case where a single sample
+// carries a spin claim.
+func knownSpin(a *Analysis, t *stacks.Thread) bool {
+	ref, ok := a.Thread(t.Tid)
+	if !ok {
+		return false
+	}
+	for i := range a.rules {
+		d := Diagnosis{ID: "spin-wait-starved", Pids: []int{ref.Proc.Pid}, Tids: []int{t.Tid}}
+		if _, ok := a.rules[i].match(a, &d); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // spinLoopFunc is the loop function among the innermost frames: the
