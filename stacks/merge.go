@@ -19,6 +19,26 @@ import "fmt"
 // already gets a note saying so, since heuristics compare ids across the
 // processes of one snapshot.
 func Merge(snaps ...*Snapshot) *Snapshot {
+	return merge(snaps, func(pid, input int) string {
+		return fmt.Sprintf("pid %d also appears in input %d: the inputs come from different machines or pid namespaces, and their ids name different processes", pid, input)
+	})
+}
+
+// mergePieces combines the snapshots of the pieces of one input (split.go).
+// Who holds the Python GIL is claimed known when a piece knew it: the
+// evidence is the snapshot's, not a process's (a process of a piece that
+// did not know it then holds none).
+func mergePieces(snaps []*Snapshot) *Snapshot {
+	out := merge(snaps, func(pid, piece int) string {
+		return fmt.Sprintf("pid %d was also the pid of dump %d of this input: read as another process (a later session or dump), not merged into it", pid, piece)
+	})
+	for _, s := range snaps {
+		out.Evidence.GIL = out.Evidence.GIL || s.Evidence.GIL
+	}
+	return out
+}
+
+func merge(snaps []*Snapshot, dupNote func(pid, input int) string) *Snapshot {
 	out := &Snapshot{Schema: Schema, Processes: []*Process{}}
 	first := true
 	seenPid := map[int]int{} // pid → index of the input that had it first
@@ -53,7 +73,7 @@ func Merge(snaps ...*Snapshot) *Snapshot {
 				continue
 			}
 			if j, dup := seenPid[p.Pid]; dup && j != i && p.Pid != 0 {
-				p.Notes = append(p.Notes, fmt.Sprintf("pid %d also appears in input %d: the inputs come from different machines or pid namespaces, and their ids name different processes", p.Pid, j+1))
+				p.Notes = append(p.Notes, dupNote(p.Pid, j+1))
 			} else if !dup {
 				seenPid[p.Pid] = i
 			}

@@ -1,7 +1,6 @@
 package stacks
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"sort"
@@ -20,6 +19,11 @@ type Format struct {
 	// understood, the line ranges it skipped, and an error only when it
 	// understood nothing (or the reader failed).
 	Parse func(r io.Reader) (*Snapshot, []Skipped, error)
+	// Begins, when set, says whether a repaired, trimmed line (next is
+	// the one after it) begins a dump of this format, so that a paste
+	// holding several dumps is cut there (split.go). Only a header no
+	// other format prints may say yes.
+	Begins func(line, next string) bool
 }
 
 var formats []*Format
@@ -41,28 +45,35 @@ func Formats() []string {
 const sniffBytes = 64 << 10
 
 // Parse reads a dump in the named format, or detects the format when
-// name is "". It returns the format used with the parse's results.
+// name is "". The input is repaired first (repair.go) and split into
+// the dumps it holds (split.go): each piece is read by its own format's
+// parser, and the processes of all pieces come in input order. It
+// returns the formats used ("gdb", or "gdb+goroutines") with the results;
+// the error is non-nil only when no piece could be read.
 func Parse(r io.Reader, name string) (*Snapshot, []Skipped, string, error) {
-	br := bufio.NewReaderSize(r, sniffBytes)
-	if name == "" {
-		head, err := br.Peek(sniffBytes)
-		if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
-			return nil, nil, "", err
+	var forced *Format
+	if name != "" {
+		for _, f := range formats {
+			if f.Name == name {
+				forced = f
+			}
 		}
-		f := detect(head)
+		if forced == nil {
+			return nil, nil, "", fmt.Errorf("unknown input format %q: want one of %s", name, strings.Join(Formats(), ", "))
+		}
+	}
+	src := &pieceSource{rp: newRepairer(r)}
+	f := forced
+	if f == nil {
+		f = src.firstFormat()
 		if f == nil {
+			if src.rp.err != nil {
+				return nil, nil, "", src.rp.err
+			}
 			return nil, nil, "", fmt.Errorf("not a dump hangdoc knows: none of %s recognised the start of the input (force one with --input-format)", strings.Join(Formats(), ", "))
 		}
-		snap, skipped, err := f.Parse(br)
-		return snap, skipped, f.Name, err
 	}
-	for _, f := range formats {
-		if f.Name == name {
-			snap, skipped, err := f.Parse(br)
-			return snap, skipped, f.Name, err
-		}
-	}
-	return nil, nil, "", fmt.Errorf("unknown input format %q: want one of %s", name, strings.Join(Formats(), ", "))
+	return src.parseAll(f, forced != nil)
 }
 
 // detect picks the format whose Sniff scores highest; ties go to the one

@@ -1,0 +1,438 @@
+package stacks
+
+import (
+	"bufio"
+	"fmt"
+	"html"
+	"io"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// The repair step: one pass in front of every parser (Parse runs it) that
+// undoes what renderers, log collectors and people do to a dump before it
+// is pasted, and says what it undid. It reads one line at a time with one
+// line of look-ahead, so it holds no more of the input than a parser does;
+// only a journal printed newest first (`journalctl -r`) is read whole
+// (up to maxReverse) to be turned back.
+//
+// Each repaired line keeps the number of the input line it came from, so
+// a parser's "line N" still points into what the user pasted.
+
+// repLine is one line after repair: its text keeps its leading blanks
+// (call trees and goroutine dumps need them).
+type repLine struct {
+	no   int // 1-based line of the input
+	text string
+}
+
+// repairer yields repaired lines.
+type repairer struct {
+	br      *bufio.Reader
+	buf     []byte
+	no      int
+	err     error
+	done    bool
+	ahead   []repLine // lines read and cleaned, not yet repaired
+	out     []repLine // lines repaired, not yet taken (a chain makes several)
+	fixes   map[string]*repairCount
+	grepNo  int  // the grep -n line number the next line should carry; 0 when not in grep output
+	chainNo int  // hand-written call chains made into threads so far
+	noLook  bool // cleaning a line read ahead: no further look-ahead
+}
+
+// repairCount is how often one kind of repair was made, and where first.
+type repairCount struct {
+	first, n int
+}
+
+// maxReverse bounds the input a reversed journal may have: it is read
+// whole to be put back in order.
+const maxReverse = 64 << 20
+
+func newRepairer(r io.Reader) *repairer {
+	rp := &repairer{br: bufio.NewReaderSize(r, 64<<10), fixes: map[string]*repairCount{}}
+	rp.unreverse()
+	return rp
+}
+
+// fixed records one repair of kind what at line no.
+func (rp *repairer) fixed(no int, what string) {
+	c := rp.fixes[what]
+	if c == nil {
+		c = &repairCount{first: no}
+		rp.fixes[what] = c
+	}
+	c.n++
+}
+
+// notes says what was repaired, one note a kind: a 20 MB file of damage
+// gives a handful of lines, not one a line.
+func (rp *repairer) notes() []string {
+	var out []string
+	for what, c := range rp.fixes {
+		if c.n == 1 {
+			out = append(out, fmt.Sprintf("repaired: %s (line %d)", what, c.first))
+		} else {
+			out = append(out, fmt.Sprintf("repaired: %s (%d lines, the first at line %d)", what, c.n, c.first))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// raw reads the next input line, cut at maxLine, without its newline.
+func (rp *repairer) raw() (repLine, bool) {
+	for !rp.done {
+		chunk, isPrefix, err := rp.br.ReadLine()
+		have := false
+		if len(chunk) > 0 || isPrefix || err == nil {
+			if len(rp.buf) < maxLine {
+				rp.buf = append(rp.buf, chunk[:min(len(chunk), maxLine-len(rp.buf))]...)
+			}
+			if isPrefix && len(rp.buf) < maxLine {
+				continue
+			}
+			for isPrefix && err == nil {
+				_, isPrefix, err = rp.br.ReadLine()
+			}
+			have = true
+		}
+		if err != nil {
+			rp.done = true
+			if err != io.EOF {
+				rp.err = fmt.Errorf("line %d: %w", rp.no+1, err)
+			}
+		}
+		if have {
+			rp.no++
+			l := repLine{no: rp.no, text: string(rp.buf)}
+			rp.buf = rp.buf[:0]
+			return l, true
+		}
+	}
+	return repLine{}, false
+}
+
+// peek returns the cleaned line after the current one.
+func (rp *repairer) peek() (repLine, bool) {
+	if len(rp.ahead) == 0 {
+		l, ok := rp.raw()
+		if !ok {
+			return repLine{}, false
+		}
+		c := rp.clean(l) // may read a line ahead itself
+		rp.ahead = append([]repLine{c}, rp.ahead...)
+	}
+	return rp.ahead[0], true
+}
+
+// take returns the next cleaned line.
+func (rp *repairer) take() (repLine, bool) {
+	if len(rp.ahead) > 0 {
+		l := rp.ahead[0]
+		rp.ahead = rp.ahead[1:]
+		return l, true
+	}
+	l, ok := rp.raw()
+	if !ok {
+		return repLine{}, false
+	}
+	return rp.clean(l), true
+}
+
+var (
+	// journalctl's short (syslog) and short-iso prefixes: time, host, unit[pid]:
+	journalRE     = regexp.MustCompile(`^(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?) \S+ [^\s:\[]+(?:\[\d+\])?: ?`)
+	journalMetaRE = regexp.MustCompile(`^-- (?:Logs begin at |Journal begins at |Boot [0-9a-f]+ --|No entries --|Reboot --)`)
+	// other time stamps that lead a log line
+	stampRE = regexp.MustCompile(`^(?:\[\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z| ?[+-]\d\d:?\d\d)?\]|\d\d:\d\d:\d\d[.,]\d+|\[\s*\d+\.\d+\]|\[\d\d:\d\d:\d\d(?:[.,]\d+)?\]) ?`)
+	grepRE  = regexp.MustCompile(`^(\d+)([:-])`)
+	// a reader's mark on a line: "<-- holds the lock", "--->>> takes B", "// here"
+	annotRE      = regexp.MustCompile(`\s+(?:<-{1,}|<={1,}|←|-{2,}>+|={2,}>+|//)\s*[^\s)].*$|\s+(?:<-{2,}|←)\s*$`)
+	leadArrowRE  = regexp.MustCompile(`^(\s*)(?:-+>+|=+>+|→|>>>)\s+`)
+	emptyFrameRE = regexp.MustCompile(`^\s*#\d+\s*$`)
+	abridgeRE    = regexp.MustCompile(`^(?:\.{3}|…|\[(?:\.{3}|…)\]|\((?:\.{3}|…)\)|<(?:\.{3}|…)>|[<\[]?snip(?:ped)?[>\]]?|\(?(?:\.{3}|…)?\s*\d+ more(?: frames?)?\)?|\[?\(?\d+ (?:more )?(?:frames?|lines?) (?:omitted|elided|skipped|removed|hidden)\)?\]?)$`)
+	htmlTagRE    = regexp.MustCompile(`^</?(?:details|summary|pre|code|p|br|blockquote|div)(?:\s[^<>]*)?/?>`)
+	chainSepRE   = regexp.MustCompile(`\s*(?:->|→|<-|←)\s*`)
+	chainFuncRE  = regexp.MustCompile(`^[A-Za-z_][\w:.~<>$()*\[\]]*(?:\+0x[0-9a-f]+)?$`)
+	wrapStartRE  = regexp.MustCompile(`^(?:#\d+\s|Thread |thread #|\* thread|frame #|goroutine \d|File "|PID |TID |created by |Traceback|Current thread|\d+ @ 0x|---|===|\[|\{|\}|"|</?[a-z])`)
+	wrapFrameRE  = regexp.MustCompile(`^\s*(?:#\d+\s|\* frame #|frame #|File "|at )|\.go:\d+|\.(?:c|cc|cpp|h|py|rs):\d|0x[0-9a-f]{6,}`)
+)
+
+// clean removes what comes before the dump's own text on a line: CR,
+// terminal colours, journal and log prefixes, grep -n context prefixes,
+// e-mail and Markdown quoting, HTML a tracker added.
+func (rp *repairer) clean(l repLine) repLine {
+	s := strings.TrimRight(l.text, "\r")
+	if strings.IndexByte(s, 0x1b) >= 0 {
+		s = ansiRE.ReplaceAllString(s, "")
+		rp.fixed(l.no, "terminal colours removed")
+	}
+	if i := strings.LastIndexByte(s, '\r'); i >= 0 {
+		s = s[i+1:]
+	}
+	s = rp.grepPrefix(l.no, s) // grep's line numbers come first: grep read the file
+	for range 4 {              // prefixes stack up: a journal of a CI log of a quoted paste
+		before := len(s)
+		s = rp.prefixes(l.no, s)
+		if len(s) == before {
+			break
+		}
+	}
+	if t := strings.TrimSpace(s); t != "" && t[0] == '<' {
+		for {
+			m := htmlTagRE.FindStringIndex(t)
+			if m == nil {
+				break
+			}
+			if strings.HasPrefix(t, "<summary") {
+				if end := strings.Index(t, "</summary>"); end >= 0 {
+					m[1] = end + len("</summary>")
+				} else {
+					m[1] = len(t)
+				}
+			}
+			t = strings.TrimSpace(t[m[1]:])
+			s = t
+			rp.fixed(l.no, "HTML tags of a tracker (<details>, <summary>, <pre>) removed")
+		}
+	}
+	if strings.Contains(s, "&lt;") || strings.Contains(s, "&gt;") || strings.Contains(s, "&amp;") || strings.Contains(s, "&quot;") {
+		s = html.UnescapeString(s)
+		rp.fixed(l.no, "HTML entities (&lt; &gt;) decoded")
+	}
+	l.text = s
+	return l
+}
+
+// prefixes removes one layer of what leads a line: a journal's prefix,
+// a time stamp, quote markers.
+func (rp *repairer) prefixes(no int, s string) string {
+	if m := journalRE.FindStringIndex(s); m != nil {
+		s = s[m[1]:]
+		rp.fixed(no, "journalctl prefixes removed")
+	} else if journalMetaRE.MatchString(s) {
+		rp.fixed(no, "journalctl prefixes removed")
+		return ""
+	}
+	if len(s) > 20 && isDigit(s[0]) && s[4] == '-' {
+		if m := timestampRE.FindStringIndex(s); m != nil {
+			s = s[m[1]:]
+			rp.fixed(no, "time stamps removed")
+		}
+	} else if len(s) > 8 && (s[0] == '[' || isDigit(s[0])) {
+		if m := stampRE.FindStringIndex(s); m != nil {
+			s = s[m[1]:]
+			rp.fixed(no, "time stamps removed")
+		}
+	}
+	for strings.IndexByte(s[:min(len(s), 5)], '>') >= 0 {
+		m := quoteRE.FindStringIndex(s)
+		if m == nil {
+			break
+		}
+		s = s[m[1]:]
+		rp.fixed(no, "quote markers removed")
+	}
+	return s
+}
+
+// grepPrefix removes "123:" and "123-" that `grep -n` (with -C) puts
+// before each line: only while the numbers follow each other, so a
+// line that starts with a number is not taken for one.
+func (rp *repairer) grepPrefix(no int, s string) string {
+	if rp.grepNo > 0 && s == "--" {
+		rp.grepNo = -1 // a group separator: the next group's first number is unknown
+		return ""
+	}
+	m := grepRE.FindStringSubmatchIndex(s)
+	if m == nil {
+		if rp.grepNo != 0 {
+			rp.grepNo = 0
+		}
+		return s
+	}
+	n, _ := strconv.Atoi(s[m[2]:m[3]])
+	ok := n == rp.grepNo
+	if !ok && rp.grepNo <= 0 && !rp.noLook && len(rp.ahead) == 0 {
+		// the first of a group: believe it when the next line carries n+1
+		if next, more := rp.raw(); more {
+			nm := grepRE.FindStringSubmatch(next.text)
+			k := -1
+			if nm != nil {
+				k, _ = strconv.Atoi(nm[1])
+			}
+			ok = k == n+1
+			saved := rp.grepNo
+			if ok {
+				rp.grepNo = n + 1
+			}
+			rp.noLook = true
+			next = rp.clean(next)
+			rp.noLook = false
+			rp.ahead = append(rp.ahead, next)
+			if ok {
+				rp.fixed(no, "grep -n prefixes removed")
+				return s[m[1]:] // grepNo is already past the line read ahead
+			}
+			rp.grepNo = saved
+		}
+	}
+	if !ok {
+		rp.grepNo = 0
+		return s
+	}
+	rp.grepNo = n + 1
+	rp.fixed(no, "grep -n prefixes removed")
+	return s[m[1]:]
+}
+
+// next returns the next repaired line; false at the end of the input.
+func (rp *repairer) next() (repLine, bool) {
+	for {
+		if len(rp.out) > 0 {
+			l := rp.out[0]
+			rp.out = rp.out[1:]
+			return l, true
+		}
+		l, ok := rp.take()
+		if !ok {
+			return repLine{}, false
+		}
+		t := strings.TrimSpace(l.text)
+		if t == "" {
+			if l.text != "" {
+				l.text = ""
+			}
+			return l, true
+		}
+		if abridgeRE.MatchString(t) {
+			rp.fixed(l.no, "frames left out by hand ('...', 'N more frames'): the stacks are abridged")
+			continue
+		}
+		if rp.chain(l) {
+			continue
+		}
+		if m := leadArrowRE.FindStringSubmatchIndex(l.text); m != nil {
+			l.text = l.text[m[2]:m[3]] + l.text[m[1]:]
+			rp.fixed(l.no, "a reader's marks (arrows, '<-- …' notes) removed")
+		}
+		if m := annotRE.FindStringIndex(l.text); m != nil && strings.Count(l.text[:m[0]], "\"")%2 == 0 {
+			l.text = l.text[:m[0]]
+			rp.fixed(l.no, "a reader's marks (arrows, '<-- …' notes) removed")
+		}
+		if emptyFrameRE.MatchString(l.text) {
+			l.text = strings.TrimRight(l.text, " \t") + "  <signal handler called>"
+			rp.fixed(l.no, "an empty frame line read as <signal handler called> (Markdown drops text in <…>)")
+		}
+		return rp.unwrap(l), true
+	}
+}
+
+// unwrap joins to a frame line the line an editor or a mail client
+// wrapped it onto at 72–80 columns: the line is that long, and the next
+// one starts nothing of its own.
+func (rp *repairer) unwrap(l repLine) repLine {
+	if !wrapFrameRE.MatchString(l.text) {
+		return l
+	}
+	seg := len(l.text) // the length of the last piece joined
+	for joins := 0; joins < 8 && seg >= 70 && seg <= 80; joins++ {
+		next, ok := rp.peek()
+		if !ok {
+			return l
+		}
+		nt := next.text
+		if nt == "" || nt[0] == ' ' || nt[0] == '\t' || len(nt) > 80 || wrapStartRE.MatchString(nt) || abridgeRE.MatchString(nt) {
+			return l
+		}
+		rp.ahead = rp.ahead[1:]
+		if n := len(l.text); l.text[n-1] == ' ' || seg < 78 && !strings.HasSuffix(l.text, "/") {
+			l.text = strings.TrimRight(l.text, " ") + " " + nt // wrapped at a blank, which the wrap ate
+		} else {
+			l.text += nt // cut at the edge of a terminal
+		}
+		seg = len(nt)
+		rp.fixed(l.no, "lines wrapped at 72–80 columns joined")
+	}
+	return l
+}
+
+// chain reads a hand-written call chain ("main -> run -> lock" or
+// "lock <- run <- main") as a thread of frames, innermost first.
+func (rp *repairer) chain(l repLine) bool {
+	t := strings.TrimSpace(l.text)
+	if !strings.Contains(t, "->") && !strings.Contains(t, "<-") && !strings.Contains(t, "→") && !strings.Contains(t, "←") {
+		return false
+	}
+	parts := chainSepRE.Split(t, -1)
+	if len(parts) < 3 {
+		return false
+	}
+	for _, p := range parts {
+		if !chainFuncRE.MatchString(p) {
+			return false
+		}
+	}
+	if strings.Contains(t, "->") || strings.Contains(t, "→") {
+		for i, j := 0, len(parts)-1; i < j; i, j = i+1, j-1 {
+			parts[i], parts[j] = parts[j], parts[i]
+		}
+	}
+	rp.chainNo++
+	rp.out = append(rp.out, repLine{no: l.no, text: fmt.Sprintf("Thread %d (hand-written chain):", rp.chainNo)})
+	for i, p := range parts {
+		rp.out = append(rp.out, repLine{no: l.no, text: fmt.Sprintf("#%d  %s ()", i, strings.TrimSuffix(p, "()"))})
+	}
+	rp.fixed(l.no, "a hand-written call chain read as a thread, innermost call first")
+	return true
+}
+
+// unreverse puts a journal printed newest first back in order: when the
+// first journal lines of the input go back in time, the input (at most
+// maxReverse bytes) is read whole and its lines reversed.
+func (rp *repairer) unreverse() {
+	head, _ := rp.br.Peek(16 << 10)
+	var stamps []string
+	for _, line := range strings.Split(string(head), "\n") {
+		if m := journalRE.FindString(line); m != "" {
+			stamps = append(stamps, journalStamp(m))
+		}
+	}
+	down, up := 0, 0
+	for i := 1; i < len(stamps); i++ {
+		switch {
+		case stamps[i] < stamps[i-1]:
+			down++
+		case stamps[i] > stamps[i-1]:
+			up++
+		}
+	}
+	if down < 2 || up*4 > down {
+		return
+	}
+	all, err := io.ReadAll(io.LimitReader(rp.br, maxReverse+1))
+	if err != nil || len(all) > maxReverse {
+		rp.br = bufio.NewReaderSize(io.MultiReader(strings.NewReader(string(all)), rp.br), 64<<10)
+		rp.fixes["a journal printed newest first (journalctl -r) is too large to put back in order; run journalctl without -r"] = &repairCount{first: 1, n: 1}
+		return
+	}
+	lines := strings.Split(strings.TrimRight(string(all), "\n"), "\n")
+	for i, j := 0, len(lines)-1; i < j; i, j = i+1, j-1 {
+		lines[i], lines[j] = lines[j], lines[i]
+	}
+	rp.br = bufio.NewReaderSize(strings.NewReader(strings.Join(lines, "\n")+"\n"), 64<<10)
+	rp.fixes["a journal printed newest first (journalctl -r) put back in order; line numbers count from its oldest line"] = &repairCount{first: 1, n: 1}
+}
+
+// journalStamp gives a journal prefix's time as text that sorts as the
+// time does ("Dec 01 21:10:48" within one month, ISO times always).
+func journalStamp(prefix string) string {
+	if isDigit(prefix[0]) {
+		return prefix[:19]
+	}
+	return prefix[4:15]
+}
