@@ -54,7 +54,7 @@ func attachBounded(t *testing.T, pid int, opts attach.Options) (*stacks.Snapshot
 // hangdoc writes itself) or invalid UTF-8.
 func renderAll(t *testing.T, snap *stacks.Snapshot) (plain string) {
 	t.Helper()
-	diags := heuristics.Diagnose(snap, heuristics.Options{})
+	a, diags := heuristics.Analyze(snap, heuristics.Options{})
 	var txt, col, md bytes.Buffer
 	if err := report.Text(&txt, snap, diags, report.TextOptions{}); err != nil {
 		t.Fatal(err)
@@ -62,7 +62,7 @@ func renderAll(t *testing.T, snap *stacks.Snapshot) (plain string) {
 	if err := report.Text(&col, snap, diags, report.TextOptions{Color: true, Width: 100}); err != nil {
 		t.Fatal(err)
 	}
-	if err := report.Markdown(&md, snap, diags, report.MarkdownOptions{}); err != nil {
+	if err := report.Markdown(&md, a, diags, report.MarkdownOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, out := range []struct {

@@ -47,6 +47,14 @@ type Options struct {
 // the most specific and most certain first. A snapshot that is not stuck
 // gets no deadlock claim.
 func Diagnose(snap *stacks.Snapshot, opts Options) []Diagnosis {
+	_, ds := Analyze(snap, opts)
+	return ds
+}
+
+// Analyze is Diagnose that also returns the analysis the diagnoses were
+// read from, so that a report draws the wait-for graph the verdicts
+// name instead of building another.
+func Analyze(snap *stacks.Snapshot, opts Options) (*Analysis, []Diagnosis) {
 	a := NewAnalysis(snap)
 	rules := RulesInForce(opts.Rules)
 	a.rules = rules
@@ -70,7 +78,7 @@ func Diagnose(snap *stacks.Snapshot, opts Options) []Diagnosis {
 	noteAbsentEvidence(a, out)
 	noteUnreadGoroutines(a, out)
 	rank(out)
-	return out
+	return a, out
 }
 
 func sortedCatalogue() []*Signature {

@@ -1,12 +1,15 @@
 package report_test
 
-// Golden tests: the reports of real patients, rendered from snapshots that
-// `hangdoc attach` read from them (testdata/snapshots/*.json, each the
-// hangdoc/v1 document: the snapshot and the diagnoses made of it). The
-// snapshots are fixed files, so the goldens are stable without
+// Golden tests: the reports of real patients, diagnosed and rendered from
+// snapshots that `hangdoc attach` read from them (testdata/snapshots/*.json,
+// each the hangdoc/v1 document: the snapshot and the diagnoses made of
+// it). The heuristics run again on each snapshot: the stored diagnoses
+// must be what Diagnose gives today, and the goldens are rendered from
+// those. The snapshots are fixed files, so the goldens are stable without
 // normalising pids, tids or addresses. TestLiveRender runs the same
 // patients today and checks that the live path still renders; with
-// -capture it rewrites the snapshots, and -update rewrites the goldens:
+// -capture it rewrites the snapshots, and -update rewrites the goldens
+// and the snapshots' diagnoses:
 //
 //	go test ./report -run TestLiveRender -capture
 //	go test ./report -run TestGolden -update
@@ -74,9 +77,11 @@ func readDocument(t *testing.T, path string) (*stacks.Snapshot, []heuristics.Dia
 	return doc.Snapshot, doc.Diagnoses, b
 }
 
-// renderings are every format of one snapshot, by golden file suffix.
-func renderings(t *testing.T, snap *stacks.Snapshot, diags []heuristics.Diagnosis) map[string]string {
+// renderings are every format of one snapshot, diagnosed now, by golden
+// file suffix.
+func renderings(t *testing.T, snap *stacks.Snapshot) (map[string]string, []heuristics.Diagnosis) {
 	t.Helper()
+	a, diags := heuristics.Analyze(snap, heuristics.Options{})
 	out := map[string]string{}
 	render := func(ext string, f func(*bytes.Buffer) error) {
 		var b bytes.Buffer
@@ -87,24 +92,32 @@ func renderings(t *testing.T, snap *stacks.Snapshot, diags []heuristics.Diagnosi
 	}
 	render("txt", func(b *bytes.Buffer) error { return report.Text(b, snap, diags, report.TextOptions{}) })
 	render("w72.txt", func(b *bytes.Buffer) error { return report.Text(b, snap, diags, report.TextOptions{Width: 72}) })
-	render("md", func(b *bytes.Buffer) error { return report.Markdown(b, snap, diags, goldenMarkdown) })
-	render("dot", func(b *bytes.Buffer) error { return report.Dot(b, snap, diags) })
-	render("mmd", func(b *bytes.Buffer) error { return report.Mermaid(b, snap, diags) })
+	render("md", func(b *bytes.Buffer) error { return report.Markdown(b, a, diags, goldenMarkdown) })
+	render("dot", func(b *bytes.Buffer) error { return report.Dot(b, a, diags) })
+	render("mmd", func(b *bytes.Buffer) error { return report.Mermaid(b, a, diags) })
 	render("json", func(b *bytes.Buffer) error { return report.JSON(b, snap, diags) })
-	return out
+	return out, diags
 }
 
 func TestGolden(t *testing.T) {
 	for _, pt := range patients {
 		t.Run(pt.name, func(t *testing.T) {
-			snap, diags, raw := readDocument(t, filepath.Join("testdata", "snapshots", pt.name+".json"))
+			docPath := filepath.Join("testdata", "snapshots", pt.name+".json")
+			snap, _, raw := readDocument(t, docPath)
+			out, diags := renderings(t, snap)
 			if len(diags) == 0 || diags[0].ID != pt.top {
-				t.Fatalf("snapshot's top diagnosis is not %s: %v", pt.top, diags)
+				t.Fatalf("Diagnose's top diagnosis of the snapshot is not %s: %v", pt.top, diags)
 			}
-			out := renderings(t, snap, diags)
-			// JSON: the document reads back into the same bytes.
+			// JSON: the snapshot reads back into the same bytes, with the
+			// diagnoses Diagnose gives today.
 			if out["json"] != string(raw) {
-				t.Errorf("json: re-encoding the snapshot changed it:\n%s", diffLines(string(raw), out["json"]))
+				if *update {
+					if err := os.WriteFile(docPath, []byte(out["json"]), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				} else {
+					t.Errorf("json: the snapshot re-encoded with today's diagnoses differs from %s (-update rewrites it if the change is right):\n%s", docPath, diffLines(string(raw), out["json"]))
+				}
 			}
 			delete(out, "json")
 			for ext, got := range out {
@@ -171,12 +184,11 @@ func TestLiveRender(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Attach(%v): %v", targets, err)
 			}
-			diags := heuristics.Diagnose(snap, heuristics.Options{})
+			out, diags := renderings(t, snap)
 			if len(diags) == 0 || diags[0].ID != pt.top {
 				t.Fatalf("top diagnosis: %v, want %s", diags, pt.top)
 			}
 			t.Logf("verdict: [%s] %s", diags[0].ID, diags[0].Summary)
-			out := renderings(t, snap, diags)
 			checkMarkdown(t, out["md"], snap)
 			checkMermaid(t, out["mmd"])
 			checkDot(t, out["dot"])

@@ -70,17 +70,19 @@ type waitGraph struct {
 	index    map[string]int
 }
 
-// buildWaitGraph reads the snapshot's wait-for graph: a thread waits for
-// a mutex, the mutex is held by a thread; a thread joins a thread; a
-// thread waits for its child processes. Only threads with a wait, and the
-// threads they wait for, are drawn. The edges of the top diagnosis — its
-// cycle, or else the waits of the threads it names — are hot.
-func buildWaitGraph(snap *stacks.Snapshot, diags []heuristics.Diagnosis) *waitGraph {
+// buildWaitGraph draws the wait-for graph of the analysis the diagnoses
+// came from (heuristics.Analyze): a thread waits for a mutex, the mutex
+// is held by a thread; a thread joins a thread; a thread waits for a
+// child process, or on a pipe or socket another process holds the other
+// end of. Only threads with a wait, and what they wait for, are drawn.
+// The edges of the top diagnosis — its cycle, or else the waits of the
+// threads it names — are hot.
+func buildWaitGraph(a *heuristics.Analysis, diags []heuristics.Diagnosis) *waitGraph {
 	wg := &waitGraph{index: map[string]int{}}
-	if snap == nil {
+	if a == nil || a.Snap == nil {
 		return wg
 	}
-	a := heuristics.NewAnalysis(snap)
+	snap := a.Snap
 	hg := a.Graph()
 	hot := hotThreads(a, diags)
 	hotLock := map[*heuristics.Lock]bool{}
@@ -90,12 +92,6 @@ func buildWaitGraph(snap *stacks.Snapshot, diags []heuristics.Diagnosis) *waitGr
 		}
 	}
 	heldDrawn := map[*heuristics.Lock]bool{}
-	type childWait struct {
-		from string
-		pid  int
-		hot  bool
-	}
-	var childWaits []childWait
 	for _, e := range hg.Edges {
 		from := wg.thread(e.From)
 		switch e.Kind {
@@ -118,10 +114,6 @@ func buildWaitGraph(snap *stacks.Snapshot, diags []heuristics.Diagnosis) *waitGr
 				to = wg.ghost(e.From.Thread.Wait.JoinTid, e.From.Proc.Pid, "not in the snapshot")
 			}
 			wg.edge(from, to, "joins", hot[e.From.Thread])
-		case heuristics.EdgeChild:
-			for _, pid := range e.Children {
-				childWaits = append(childWaits, childWait{from, pid, hot[e.From.Thread]})
-			}
 		}
 	}
 	// Goroutines: Go records no owner, so a lock's holders are the
@@ -139,21 +131,40 @@ func buildWaitGraph(snap *stacks.Snapshot, diags []heuristics.Diagnosis) *waitGr
 			}
 		}
 	}
+	type procWait struct {
+		heuristics.ProcessWait
+		from string
+		hot  bool
+	}
+	var waits []procWait
+	for _, w := range a.ProcessWaits() {
+		waits = append(waits, procWait{w, wg.thread(w.From), hot[w.From.Thread]})
+	}
 	wg.cluster(snap)
-	// A child with a cluster of its own is waited for as the cluster;
-	// one without (not sampled, or none of its threads waits) as a node.
+	// A process waited on with a cluster of its own is waited for as the
+	// cluster; one without (not sampled, or none of its threads waits)
+	// as a node.
 	clusters := map[int]string{}
 	for _, c := range wg.clusters {
 		clusters[c.pid] = c.id
 	}
-	for _, cw := range childWaits {
-		if id, ok := clusters[cw.pid]; ok {
-			wg.edges = append(wg.edges, graphEdge{from: cw.from, to: id, label: "waits for child", hot: cw.hot, toCluster: true})
+	for _, w := range waits {
+		label := processWaitLabel[w.Kind]
+		if id, ok := clusters[w.ToPid]; ok {
+			wg.edges = append(wg.edges, graphEdge{from: w.from, to: id, label: label, hot: w.hot, toCluster: true})
 		} else {
-			wg.edge(cw.from, wg.process(a, cw.pid), "waits for child", cw.hot)
+			wg.edge(w.from, wg.process(a, w.ToPid), label, w.hot)
 		}
 	}
 	return wg
+}
+
+// processWaitLabel is the edge label of each kind of wait on a process.
+var processWaitLabel = map[string]string{
+	"child":      "waits for child",
+	"pipe-read":  "reads a pipe written by",
+	"pipe-write": "writes a pipe read by",
+	"socket":     "waits on a socket to",
 }
 
 // hotThreads are the threads whose waits the top diagnosis is about: the
@@ -362,8 +373,8 @@ func cutRunes(s string, n int) string {
 // boxes labelled "tid name", mutexes ellipses labelled with their symbol
 // and address, each process a cluster; the edges of the top diagnosis's
 // cycle are red.
-func Dot(w io.Writer, snap *stacks.Snapshot, diags []heuristics.Diagnosis) error {
-	wg := buildWaitGraph(snap, diags)
+func Dot(w io.Writer, a *heuristics.Analysis, diags []heuristics.Diagnosis) error {
+	wg := buildWaitGraph(a, diags)
 	ew := &errWriter{w: w}
 	ew.printf("digraph waitfor {\n")
 	ew.printf("  rankdir=LR;\n  compound=true;\n")
@@ -442,9 +453,9 @@ func dotEscape(s string) string {
 // It runs top to bottom, inside each subgraph too (Mermaid would turn a
 // subgraph across its parent's direction), so it fits the narrow column
 // of a tracker.
-func Mermaid(w io.Writer, snap *stacks.Snapshot, diags []heuristics.Diagnosis) error {
+func Mermaid(w io.Writer, a *heuristics.Analysis, diags []heuristics.Diagnosis) error {
 	ew := &errWriter{w: w}
-	writeMermaid(ew, buildWaitGraph(snap, diags))
+	writeMermaid(ew, buildWaitGraph(a, diags))
 	return ew.err
 }
 

@@ -109,7 +109,7 @@ func hostileDiagnosis() heuristics.Diagnosis {
 
 func TestHostileStrings(t *testing.T) {
 	snap := hostileSnapshot()
-	diags := heuristics.Diagnose(snap, heuristics.Options{})
+	a, diags := heuristics.Analyze(snap, heuristics.Options{})
 	if len(diags) == 0 || diags[0].ID != "lock-order-cycle" {
 		t.Fatalf("the hostile ABBA is not diagnosed as a lock-order-cycle: %+v", diags)
 	}
@@ -145,7 +145,7 @@ func TestHostileStrings(t *testing.T) {
 
 	t.Run("markdown", func(t *testing.T) {
 		md := render(func(b *bytes.Buffer) error {
-			return report.Markdown(b, snap, diags, report.MarkdownOptions{Version: "v1 <b>", CommandLine: "hangdoc analyze '" + strings.Join(hostile, "' '") + "'"})
+			return report.Markdown(b, a, diags, report.MarkdownOptions{Version: "v1 <b>", CommandLine: "hangdoc analyze '" + strings.Join(hostile, "' '") + "'"})
 		})
 		checkMarkdown(t, md, snap)
 		blocks, outside := scanMarkdown(t, md)
@@ -193,7 +193,7 @@ func TestHostileStrings(t *testing.T) {
 	})
 
 	t.Run("mermaid", func(t *testing.T) {
-		out := render(func(b *bytes.Buffer) error { return report.Mermaid(b, snap, diags) })
+		out := render(func(b *bytes.Buffer) error { return report.Mermaid(b, a, diags) })
 		checkMermaid(t, out)
 		if strings.Count(out, "-->") != strings.Count(out, "-->|") {
 			t.Errorf("mermaid: an arrow that is not an edge:\n%s", out)
@@ -201,7 +201,7 @@ func TestHostileStrings(t *testing.T) {
 	})
 
 	t.Run("dot", func(t *testing.T) {
-		out := render(func(b *bytes.Buffer) error { return report.Dot(b, snap, diags) })
+		out := render(func(b *bytes.Buffer) error { return report.Dot(b, a, diags) })
 		checkDot(t, out)
 		if !strings.Contains(out, "color=red") {
 			t.Errorf("dot: the cycle is not red:\n%s", out)
@@ -244,7 +244,7 @@ func TestMarkdownEscapes(t *testing.T) {
 	diags := []heuristics.Diagnosis{{ID: "sleeping", Confidence: "high", Summary: "- 1. <b>x</b> *y* a_b [c](d) | e ~f~ #3 \\",
 		Chain: []string{"thread 2 `a`b` waits for `x<y>` ``", "12) `lock_b` held"}}}
 	var b bytes.Buffer
-	if err := report.Markdown(&b, snap, diags, report.MarkdownOptions{Version: "v1", CommandLine: "hangdoc `x` ``y"}); err != nil {
+	if err := report.Markdown(&b, heuristics.NewAnalysis(snap), diags, report.MarkdownOptions{Version: "v1", CommandLine: "hangdoc `x` ``y"}); err != nil {
 		t.Fatal(err)
 	}
 	md := b.String()

@@ -37,7 +37,10 @@ type MarkdownOptions struct {
 // spans and fences (delimited by a backtick run longer than any in the
 // content), Mermaid labels (mermaidEscape) and link targets (http and
 // https only, percent-encoded).
-func Markdown(w io.Writer, snap *stacks.Snapshot, diags []heuristics.Diagnosis, opt MarkdownOptions) error {
+//
+// a is the analysis the diagnoses came from (heuristics.Analyze): its
+// wait-for graph is the one drawn.
+func Markdown(w io.Writer, a *heuristics.Analysis, diags []heuristics.Diagnosis, opt MarkdownOptions) error {
 	limit := opt.MaxBytes
 	if limit == 0 {
 		limit = GitHubCommentLimit
@@ -46,7 +49,7 @@ func Markdown(w io.Writer, snap *stacks.Snapshot, diags []heuristics.Diagnosis, 
 	for i, lvl := range markdownLevels {
 		b.Reset()
 		ew := &errWriter{w: &b}
-		writeMarkdown(ew, snap, diags, opt, lvl)
+		writeMarkdown(ew, a, diags, opt, lvl)
 		if ew.err != nil {
 			return ew.err
 		}
@@ -107,7 +110,8 @@ func fullReportHint(opt MarkdownOptions) string {
 	return "The full report: the same command with `--format json`, or `--format text`."
 }
 
-func writeMarkdown(ew *errWriter, snap *stacks.Snapshot, diags []heuristics.Diagnosis, opt MarkdownOptions, lvl markdownLevel) {
+func writeMarkdown(ew *errWriter, a *heuristics.Analysis, diags []heuristics.Diagnosis, opt MarkdownOptions, lvl markdownLevel) {
+	snap := a.Snap
 	if len(diags) == 0 {
 		ew.printf("**no verdict**: hangdoc names nothing here; the stacks are below.\n\n")
 	}
@@ -118,7 +122,7 @@ func writeMarkdown(ew *errWriter, snap *stacks.Snapshot, diags []heuristics.Diag
 		writeMarkdownDiagnosis(ew, d, lvl.listMax)
 	}
 
-	if wg := buildWaitGraph(snap, diags); len(wg.edges) > 0 {
+	if wg := buildWaitGraph(a, diags); len(wg.edges) > 0 {
 		if lvl.graph {
 			ew.printf("### Wait-for graph\n\n")
 			var b strings.Builder

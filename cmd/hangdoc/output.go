@@ -56,7 +56,7 @@ func (o *reportOptions) check() ([]heuristics.Rule, error) {
 // diagnoseAndReport runs the heuristics, writes the report and sets the
 // exit code: exitHang when a hang was named.
 func (o *reportOptions) diagnoseAndReport(ios *ioStreams, snap *stacks.Snapshot, rules []heuristics.Rule) error {
-	diags := heuristics.Diagnose(snap, heuristics.Options{Rules: rules})
+	a, diags := heuristics.Analyze(snap, heuristics.Options{Rules: rules})
 	for _, d := range diags {
 		if d.Deadlock {
 			ios.exitCode = exitHang
@@ -70,9 +70,9 @@ func (o *reportOptions) diagnoseAndReport(ios *ioStreams, snap *stacks.Snapshot,
 	case "json":
 		return report.JSON(ios.out, snap, diags)
 	case "markdown":
-		return report.Markdown(ios.out, snap, diags, report.MarkdownOptions{Version: version, CommandLine: commandLine(os.Args)})
+		return report.Markdown(ios.out, a, diags, report.MarkdownOptions{Version: version, CommandLine: commandLine(os.Args)})
 	case "dot":
-		return report.Dot(ios.out, snap, diags)
+		return report.Dot(ios.out, a, diags)
 	}
 	width := 0
 	if ios.outIsTerminal {

@@ -323,14 +323,14 @@ func (o *runOptions) diagnose(ctx context.Context, ios *ioStreams, t *tree, why 
 	if err != nil {
 		return false, err
 	}
-	diags := heuristics.Diagnose(snap, heuristics.Options{Rules: rules})
+	a, diags := heuristics.Analyze(snap, heuristics.Options{Rules: rules})
 	named := slices.ContainsFunc(diags, func(d heuristics.Diagnosis) bool { return d.Deadlock })
 
 	if err := report.Text(ios.errOut, snap, diags, report.TextOptions{Color: colorOn(o.color, ios.errOut), Width: terminalWidth(ios.errOut)}); err != nil {
 		return named, err
 	}
 	if o.report != "" {
-		if err := writeFile(o.report, false, func(w io.Writer) error { return o.writeReport(w, snap, diags) }); err != nil {
+		if err := writeFile(o.report, false, func(w io.Writer) error { return o.writeReport(w, a, diags) }); err != nil {
 			fmt.Fprintf(ios.errOut, "hangdoc: --report: %v\n", err)
 		}
 	}
@@ -340,7 +340,7 @@ func (o *runOptions) diagnose(ctx context.Context, ios *ioStreams, t *tree, why 
 			if _, err := io.WriteString(w, head); err != nil {
 				return err
 			}
-			return o.markdown(w, snap, diags)
+			return o.markdown(w, a, diags)
 		})
 		if err != nil {
 			fmt.Fprintf(ios.errOut, "hangdoc: GITHUB_STEP_SUMMARY: %v\n", err)
@@ -350,20 +350,20 @@ func (o *runOptions) diagnose(ctx context.Context, ios *ioStreams, t *tree, why 
 }
 
 // writeReport writes the --report FILE in --format.
-func (o *runOptions) writeReport(w io.Writer, snap *stacks.Snapshot, diags []heuristics.Diagnosis) error {
+func (o *runOptions) writeReport(w io.Writer, a *heuristics.Analysis, diags []heuristics.Diagnosis) error {
 	switch o.format {
 	case "json":
-		return report.JSON(w, snap, diags)
+		return report.JSON(w, a.Snap, diags)
 	case "markdown":
-		return o.markdown(w, snap, diags)
+		return o.markdown(w, a, diags)
 	case "dot":
-		return report.Dot(w, snap, diags)
+		return report.Dot(w, a, diags)
 	}
-	return report.Text(w, snap, diags, report.TextOptions{})
+	return report.Text(w, a.Snap, diags, report.TextOptions{})
 }
 
-func (o *runOptions) markdown(w io.Writer, snap *stacks.Snapshot, diags []heuristics.Diagnosis) error {
-	return report.Markdown(w, snap, diags, report.MarkdownOptions{Version: version, CommandLine: o.cmdLine})
+func (o *runOptions) markdown(w io.Writer, a *heuristics.Analysis, diags []heuristics.Diagnosis) error {
+	return report.Markdown(w, a, diags, report.MarkdownOptions{Version: version, CommandLine: o.cmdLine})
 }
 
 // writeFile writes a file through write: replaced, or appended to (a

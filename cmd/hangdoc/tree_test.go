@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"slices"
 	"strconv"
@@ -182,4 +183,53 @@ func treeState(pid int) (string, error) {
 		return "", errors.New("no state")
 	}
 	return s[i+2 : i+3], nil
+}
+
+// TestAttachTreeGraph: the dot and mermaid graphs of the tree_pipe
+// patient draw the waits the text verdicts name — the parent's wait4 on
+// the stuck worker (the pid its wait4 names, not every child) and the
+// client's read of the pipe only the worker writes — because they draw
+// the graph Diagnose read, not one of their own.
+func TestAttachTreeGraph(t *testing.T) {
+	p, child, client := startTreePipe(t)
+	pid := strconv.Itoa(p.Pid)
+	dot, _, err := run("attach", "--tree", "--samples", "1", "--format", "dot", pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edges := map[string]bool{}
+	for _, l := range strings.Split(dot, "\n") {
+		if strings.Contains(l, " -> ") {
+			edges[strings.TrimSpace(l)] = true
+		}
+	}
+	hasEdge := func(from, label, toCluster string) bool {
+		for e := range edges {
+			if strings.HasPrefix(e, "t"+from+" -> ") && strings.Contains(e, `label="`+label+`"`) && strings.Contains(e, "lhead=cluster_proc"+toCluster) {
+				return true
+			}
+		}
+		return false
+	}
+	if !hasEdge(pid, "waits for child", strconv.Itoa(child)) {
+		t.Errorf("dot: no wait4 edge from the parent %s to the worker %d:\n%s", pid, child, dot)
+	}
+	if !hasEdge(strconv.Itoa(client), "reads a pipe written by", strconv.Itoa(child)) {
+		t.Errorf("dot: no pipe edge from the client %d to the worker %d:\n%s", client, child, dot)
+	}
+	for e := range edges {
+		if strings.Contains(e, "waits for child") && (strings.Contains(e, "p"+strconv.Itoa(client)) || strings.Contains(e, "cluster_proc"+strconv.Itoa(client))) {
+			t.Errorf("dot: a wait4 edge to the client %d, which the parent's wait4 does not wait for: %s", client, e)
+		}
+	}
+	md, _, err := run("attach", "--tree", "--samples", "1", "--format", "markdown", pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf(`t%d -->|"reads a pipe written by"| proc%d`, client, child); !strings.Contains(md, want) {
+		t.Errorf("mermaid: no %q:\n%s", want, md)
+	}
+	if bad := fmt.Sprintf(`-->|"waits for child"| p%d`, client); strings.Contains(md, bad) {
+		t.Errorf("mermaid: a wait4 edge to the client: %q", bad)
+	}
 }
