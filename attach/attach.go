@@ -166,6 +166,10 @@ func openTarget(pid int) (*target, error) {
 		pid: pid, stat: st, maps: maps, space: space, proc: proc,
 		threads: map[int]*threadAcc{}, symbols: map[uint64]stacks.Frame{},
 	}
+	tg.libc = libcOf(mappedPaths(maps), procPath(pid, "exe"))
+	if tg.libc == musl {
+		proc.Notes = append(proc.Notes, muslNote)
+	}
 	tg.lineage()
 	tg.openGo()
 	return tg, nil

@@ -145,6 +145,14 @@ func Core(path string, opts CoreOptions) (snap *stacks.Snapshot, err error) {
 	} else if note != "" {
 		notes = append(notes, note)
 	}
+	var paths []string
+	for _, m := range cf.Mappings {
+		paths = append(paths, m.Path)
+	}
+	lc := libcOf(paths, mods.exeHost(opts))
+	if lc == musl {
+		notes = append(notes, muslNote)
+	}
 	symbols := map[uint64]stacks.Frame{}
 	unwound := 0
 	var stops []string
@@ -158,7 +166,7 @@ func Core(path string, opts CoreOptions) (snap *stacks.Snapshot, err error) {
 		if sc, blocked := coreSyscall(th); blocked {
 			t.State = "S"
 			t.Wait = waitOf(sc)
-			lockEvidence(mem, mods.space, t.Wait, t.Stack)
+			lockEvidence(mem, mods.space, lc, t.Wait, t.Stack)
 		}
 		if stackRead(res, t.Stack) {
 			unwound++

@@ -19,7 +19,7 @@ import (
 // for pthread_join, the thread joined. It reads the target's memory with
 // process_vm_readv and never stops anything.
 func (tg *target) lockEvidence(w *stacks.Wait, stack []stacks.Frame) {
-	lockEvidence(liveMemory(tg.pid), tg.space, w, stack)
+	lockEvidence(liveMemory(tg.pid), tg.space, tg.libc, w, stack)
 }
 
 // dataSymbols names the object at an address ("server_lock").
@@ -28,38 +28,93 @@ type dataSymbols interface {
 }
 
 // lockEvidence reads the futex word and the lock around it from mem (a
-// live process's memory or a core's) and names the lock through syms:
-// live attaches and core files share it.
-func lockEvidence(mem unwind.Memory, syms dataSymbols, w *stacks.Wait, stack []stacks.Frame) {
+// live process's memory or a core's), laid out as lc lays it out, and
+// names the lock through syms: live attaches and core files share it.
+func lockEvidence(mem unwind.Memory, syms dataSymbols, lc libc, w *stacks.Wait, stack []stacks.Frame) {
 	if w == nil || w.Syscall != "futex" || w.Addr == 0 {
 		return
 	}
-	var word [24]byte
-	n, _ := mem.ReadAt(word[:], w.Addr)
-	if n < 4 {
+	var word [4]byte
+	if n, _ := mem.ReadAt(word[:], w.Addr); n < 4 {
 		return
 	}
-	v := binary.LittleEndian.Uint32(word[:4])
+	v := binary.LittleEndian.Uint32(word[:])
 	w.Value = &v
 	switch {
+	case inFrames(stack, 8, isJoin) && lc == musl:
+		// musl's pthread_join waits on the joined thread's detach_state,
+		// 8 bytes past its tid in struct pthread.
+		if tid, ok := readInt32(mem, w.Addr-8); ok && tid > 0 {
+			w.JoinTid = int(tid)
+		}
 	case inFrames(stack, 8, isJoin):
 		// glibc's pthread_join waits on the joined thread's tid field,
 		// which holds that tid until the thread exits.
 		w.JoinTid = int(v)
-	case inFrames(stack, 8, isMutexLock) && n == len(word):
-		m := &stacks.Mutex{
-			Addr:  w.Addr,
-			Lock:  v,
-			Owner: int(int32(binary.LittleEndian.Uint32(word[8:12]))),
-			Kind:  binary.LittleEndian.Uint32(word[16:20]),
+	case inFrames(stack, 8, isMutexLock):
+		var m *stacks.Mutex
+		if lc == musl {
+			m = muslMutex(mem, w.Addr, v)
+		} else {
+			m = glibcMutex(mem, w, v)
 		}
-		if strings.HasPrefix(w.Op, "FUTEX_LOCK_PI") && m.Owner == 0 {
-			// A PI mutex keeps its owner in the lock word itself.
-			m.Owner = int(v & 0x3fffffff)
+		if m != nil {
+			m.Symbol = syms.DataSymbol(m.Addr)
+			w.Mutex = m
 		}
-		m.Symbol = syms.DataSymbol(w.Addr)
-		w.Mutex = m
 	}
+}
+
+// glibcMutex reads a glibc pthread_mutex_t, whose futex word __lock is
+// its first field: __owner at +8, __kind at +16.
+func glibcMutex(mem unwind.Memory, w *stacks.Wait, v uint32) *stacks.Mutex {
+	var b [24]byte
+	if n, _ := mem.ReadAt(b[:], w.Addr); n < len(b) {
+		return nil
+	}
+	m := &stacks.Mutex{
+		Addr:  w.Addr,
+		Lock:  v,
+		Owner: int(int32(binary.LittleEndian.Uint32(b[8:12]))),
+		Kind:  binary.LittleEndian.Uint32(b[16:20]),
+	}
+	if strings.HasPrefix(w.Op, "FUTEX_LOCK_PI") && m.Owner == 0 {
+		// A PI mutex keeps its owner in the lock word itself.
+		m.Owner = int(v & 0x3fffffff)
+	}
+	return m
+}
+
+// muslMutex reads a musl pthread_mutex_t, whose futex word _m_lock is
+// at +4 after _m_type (src/internal/pthread_impl.h). A default mutex
+// locks with the bare value EBUSY (16), plus the waiters bit 31: it has
+// no owner. Every other type (recursive 1, error-checking 2, robust 4,
+// priority-inheritance 8) stores the owner's tid in bits 0-29, bit 30
+// marking an owner that died. The type is given in glibc's __kind bits,
+// which the heuristics read.
+func muslMutex(mem unwind.Memory, futex uint64, v uint32) *stacks.Mutex {
+	typ, ok := readInt32(mem, futex-4)
+	if !ok {
+		return nil
+	}
+	m := &stacks.Mutex{Addr: futex - 4, Lock: v, Kind: uint32(typ) & 3}
+	for _, b := range []struct{ musl, glibc uint32 }{{4, 16}, {8, 32}, {128, 128}} {
+		if uint32(typ)&b.musl != 0 {
+			m.Kind |= b.glibc
+		}
+	}
+	if typ&15 != 0 {
+		m.Owner = int(v & 0x3fffffff)
+	}
+	return m
+}
+
+func readInt32(mem unwind.Memory, addr uint64) (int32, bool) {
+	var b [4]byte
+	if n, _ := mem.ReadAt(b[:], addr); n < len(b) {
+		return 0, false
+	}
+	return int32(binary.LittleEndian.Uint32(b[:])), true
 }
 
 // isMutexLock matches the frames of a lock whose holder glibc's

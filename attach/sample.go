@@ -17,6 +17,7 @@ const clockTicks = 100
 type addressSpace interface {
 	unwind.Tables
 	Symbolize(pc uint64) stacks.Frame
+	FuncBefore(pc uint64) (uint64, bool)
 	DataSymbol(addr uint64) string
 	Modules() []stacks.Module
 }
@@ -39,6 +40,8 @@ type target struct {
 	golang *goTarget
 	// python is the CPython interpreter read after each sample (python.go).
 	python *pyTarget
+	// libc lays out the process's mutexes (libc.go).
+	libc libc
 }
 
 // threadAcc accumulates one thread's samples.
@@ -242,6 +245,11 @@ func symbolize(space addressSpace, cache map[uint64]stacks.Frame, res unwind.Res
 		fr, ok := cache[f.LookupPC]
 		if !ok {
 			fr = space.Symbolize(f.LookupPC)
+			if start, ok := space.FuncBefore(f.LookupPC); ok && f.Entry > start {
+				// the symbol is the exported function before this one
+				// (musl's libc.so names none of its internals)
+				fr.Func = ""
+			}
 			cache[f.LookupPC] = fr
 		}
 		fr.PC = f.PC
@@ -250,6 +258,12 @@ func symbolize(space addressSpace, cache map[uint64]stacks.Frame, res unwind.Res
 		}
 		fr.Signal = f.Signal
 		out = append(out, fr)
+	}
+	for _, f := range res.Frames {
+		if f.Method == "scan" {
+			addNote(notes, "no unwind tables for part of the stack (musl's libc has almost none): callers there were found by scanning the stack for return addresses (a guess that can miss or add a frame)")
+			break
+		}
 	}
 	if res.Stop != "" && res.Stop != unwind.StopEnd {
 		addNote(notes, "stack may be incomplete: "+res.Stop)

@@ -83,6 +83,9 @@ func matchForkInheritedLock(a *Analysis) []Diagnosis {
 		if p.Fork == nil || len(ws) == 0 {
 			continue
 		}
+		if lw, ok := a.forkedSelfRelock(p); ok && lw.id == "self-deadlock" {
+			continue // a known issue says the thread re-locks its own lock
+		}
 		t := ws[0].Thread
 		conf := Low
 		if a.Snap.Evidence.CPU {

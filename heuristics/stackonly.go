@@ -13,6 +13,7 @@ package heuristics
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/hangdoc/hangdoc/stacks"
@@ -116,8 +117,11 @@ type loneWaiter struct {
 // issue's frames name; else a self-deadlock (hedged: the holder may have
 // exited, or the process may be a forked child).
 func (a *Analysis) loneWaiterOf(p *stacks.Process) (loneWaiter, bool) {
-	if p.Exited || p.Fork != nil {
+	if p.Exited {
 		return loneWaiter{}, false
+	}
+	if p.Fork != nil {
+		return a.forkedSelfRelock(p)
 	}
 	fork := forkEvidence{}
 	if !a.Snap.Evidence.Lineage {
@@ -160,6 +164,28 @@ func (a *Analysis) loneWaiterOf(p *stacks.Process) (loneWaiter, bool) {
 		}
 	}
 	return lw, true
+}
+
+// forkedSelfRelock: a forked child whose one lock waiter's lock records
+// no owner (musl's default mutexes) waits for a lock a parent thread
+// held at fork() or for one it took itself; only a known issue in which
+// the thread re-locks its own lock tells the second from the first.
+func (a *Analysis) forkedSelfRelock(p *stacks.Process) (loneWaiter, bool) {
+	ws := a.stuckLockWaiters(p)
+	if len(ws) != 1 {
+		return loneWaiter{}, false
+	}
+	for i := range a.rules {
+		r := &a.rules[i]
+		if !slices.Contains(r.Base, "self-deadlock") {
+			continue
+		}
+		d := Diagnosis{ID: "self-deadlock", Pids: []int{p.Pid}, Tids: []int{ws[0].Thread.Tid}}
+		if _, ok := r.match(a, &d); ok {
+			return loneWaiter{ref: ws[0], id: "self-deadlock", conf: Medium, rule: r}, true
+		}
+	}
+	return loneWaiter{}, false
 }
 
 // driverInStack finds the innermost frame of an accelerator driver, by

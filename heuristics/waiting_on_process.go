@@ -225,6 +225,9 @@ func rootOf(a *Analysis, p *stacks.Process) (*stuckProc, bool) {
 		switch {
 		case p.Fork != nil:
 			s.id = "fork-inherited-lock"
+			if lw, ok := a.forkedSelfRelock(p); ok {
+				s.id = lw.id
+			}
 			if a.Snap.Evidence.CPU {
 				s.conf = Medium
 			}

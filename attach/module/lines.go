@@ -100,8 +100,18 @@ func (t *lineTable) load(base string) {
 			continue
 		}
 		var le dwarf.LineEntry
+		seq := len(t.rows) // where the current sequence's rows begin
 		for lr.Next(&le) == nil {
 			row := lineRow{addr: le.Address, line: int32(le.Line), end: le.EndSequence}
+			if row.end {
+				// Rows at the very address their sequence ends at cover
+				// nothing (musl's crt1.o ends with one): kept, they would
+				// sort after the end and name every address beyond.
+				for len(t.rows) > seq && t.rows[len(t.rows)-1].addr == row.addr {
+					t.rows = t.rows[:len(t.rows)-1]
+				}
+				seq = len(t.rows) + 1
+			}
 			if le.File != nil {
 				n, ok := index[le.File.Name]
 				if !ok {

@@ -1,6 +1,7 @@
 package module
 
 import (
+	"debug/elf"
 	"fmt"
 	"slices"
 	"sort"
@@ -98,6 +99,39 @@ func (s *Space) FDEForPC(pc uint64) *frame.FrameDescriptionEntry {
 	c.Translate(l.Bias)
 	l.fdes[fde] = &c
 	return &c
+}
+
+// Code implements unwind.CodeMap: the executable load segment of the
+// module mapped at pc, in runtime addresses.
+func (s *Space) Code(pc uint64) (start, end uint64, ok bool) {
+	l := s.Lookup(pc)
+	if l == nil || pc < l.Bias {
+		return 0, 0, false
+	}
+	off := pc - l.Bias
+	for _, ph := range l.File.Loads {
+		if ph.Flags&elf.PF_X != 0 && off >= ph.Vaddr && off-ph.Vaddr < ph.Memsz {
+			return ph.Vaddr + l.Bias, ph.Vaddr + ph.Memsz + l.Bias, true
+		}
+	}
+	return 0, 0, false
+}
+
+// FuncBefore implements unwind.CodeMap: the start of the last function
+// symbol at or before pc in its module.
+func (s *Space) FuncBefore(pc uint64) (uint64, bool) {
+	l := s.Lookup(pc)
+	if l == nil || pc < l.Bias {
+		return 0, false
+	}
+	off := pc - l.Bias
+	syms := l.File.syms
+	for i := sort.Search(len(syms), func(i int) bool { return syms[i].Value > off }) - 1; i >= 0; i-- {
+		if syms[i].Func {
+			return syms[i].Value + l.Bias, true
+		}
+	}
+	return 0, false
 }
 
 // Symbolize names runtime address pc: function (demangled), module,

@@ -88,9 +88,15 @@ type Frame struct {
 	Signal bool
 	// Method says how this frame was found: "regs" for the first frame,
 	// "cfi" (call-frame information of the frame below), "signal" (the
-	// kernel's rt_sigframe read without CFI) or "fp" (frame-pointer chain,
-	// a guess).
+	// kernel's rt_sigframe read without CFI), "fp" (frame-pointer chain,
+	// a guess) or "scan" (the first return address into the frame below
+	// found on the stack, where no CFI and no frame pointer say: a guess).
 	Method string
+	// Entry is the start of the frame's function when the unwind found
+	// it (the target of the call its caller made, for a caller found by
+	// a scan), 0 otherwise: a symbol that begins before it is not this
+	// function's (a stripped library names only its exported functions).
+	Entry uint64
 	// Regs are the registers known in this frame.
 	Regs Regs
 }

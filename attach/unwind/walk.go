@@ -39,6 +39,9 @@ type step struct {
 	// outermost is set when the CFI says there is no caller (the return
 	// address column is undefined, as in _start and clone3).
 	outermost bool
+	// entry is where the frame's function begins when the step found
+	// it (the target of the caller's call), 0 otherwise.
+	entry uint64
 }
 
 // Unwind walks the stack that starts at regs (RIP and RSP must be
@@ -66,7 +69,7 @@ func Unwind(regs Regs, mem Memory, tables Tables, opt Options) Result {
 		f.LookupPC, f.Signal = lpc, signal
 		st, err := w.step(cur, fde, lpc, signal)
 		if err == nil {
-			f.CFA = st.cfa
+			f.CFA, f.Entry = st.cfa, st.entry
 		}
 		res.Frames = append(res.Frames, f)
 		if err != nil {
@@ -160,6 +163,11 @@ func (w *walker) step(cur state, fde *frame.FrameDescriptionEntry, lpc uint64, s
 	case signal:
 		return w.stepSigframe(cur)
 	default:
+		// No CFI: scan for the return address first (frame pointers are
+		// rarely kept where CFI is missing, musl's libc), then try them.
+		if st, ok := w.stepScan(cur, lpc); ok {
+			return st, nil
+		}
 		return w.stepFP(cur, lpc)
 	}
 }

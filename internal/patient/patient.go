@@ -115,6 +115,18 @@ func Build(t testing.TB, name string, flags ...string) string {
 	return BuildFile(t, filepath.Join(Dir(t), name), flags...)
 }
 
+// BuildCC is Build with the C compiler cc instead of $CC or gcc:
+// "musl-gcc" for a patient linked against musl,
+// "aarch64-linux-gnu-gcc" for one cross-built for arm64.
+func BuildCC(t testing.TB, cc, name string, flags ...string) string {
+	t.Helper()
+	src := filepath.Join(Dir(t), name)
+	base := strings.TrimSuffix(name, filepath.Ext(name))
+	return buildWith(t, cc, src, flags, func(key string) string {
+		return filepath.Join(CacheDir(), base+"-"+key)
+	})
+}
+
 // BuildFile is Build for a source outside testdata/patients (a package's
 // own testdata): path is absolute or relative to the working directory.
 // The headers beside the source are part of the cache key.
@@ -157,16 +169,23 @@ func Link(dir, lib string) []string {
 // already.
 func build(t testing.TB, src string, flags []string, out func(key string) string) string {
 	t.Helper()
+	return buildWith(t, "", src, flags, out)
+}
+
+// buildWith is build with the compiler given ("" for the default one of
+// the source's language).
+func buildWith(t testing.TB, compiler, src string, flags []string, out func(key string) string) string {
+	t.Helper()
 	dir := filepath.Dir(src)
 	source, err := os.ReadFile(src)
 	if err != nil {
 		t.Fatalf("patient: %v", err)
 	}
-	var compiler string
-	switch filepath.Ext(src) {
-	case ".c":
+	switch ext := filepath.Ext(src); {
+	case compiler != "":
+	case ext == ".c":
 		compiler = envOr("CC", "gcc")
-	case ".cpp", ".cc":
+	case ext == ".cpp", ext == ".cc":
 		compiler = envOr("CXX", "g++")
 	default:
 		t.Fatalf("patient: %s: do not know how to build %q files", filepath.Base(src), filepath.Ext(src))

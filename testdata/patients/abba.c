@@ -82,8 +82,7 @@ int main(void)
 	int nrs[2] = {PATIENT_SYS_FUTEX, PATIENT_SYS_FUTEX};
 	for (;;) {
 		patient_wait_blocked(tids, nrs, 2);
-		if (atomic_load((_Atomic int *)&lock_a.__data.__lock) == 2 &&
-		    atomic_load((_Atomic int *)&lock_b.__data.__lock) == 2)
+		if (patient_mutex_contended(&lock_a) && patient_mutex_contended(&lock_b))
 			break;
 		nanosleep(&ms, NULL);
 	}

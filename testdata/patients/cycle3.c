@@ -71,7 +71,7 @@ int main(void)
 		patient_wait_blocked(tids, nrs, NSTAGES);
 		int contended = 0;
 		for (int i = 0; i < NSTAGES; i++)
-			contended += atomic_load((_Atomic int *)&locks[i]->__data.__lock) == 2;
+			contended += patient_mutex_contended(locks[i]);
 		if (contended == NSTAGES)
 			break;
 		nanosleep(&ms, NULL);

@@ -29,21 +29,51 @@
 #include <time.h>
 #include <unistd.h>
 
-/* x86-64 syscall numbers a patient waits in (arm64 differs; the check
- * below accepts any syscall when PATIENT_ANY_SYSCALL is passed). */
+#define PATIENT_ANY_SYSCALL (-1)
+#if defined(__x86_64__)
+/* x86-64 syscall numbers a patient waits in. */
 #define PATIENT_SYS_READ 0
+#define PATIENT_SYS_WRITE 1
 #define PATIENT_SYS_FUTEX 202
+#ifdef __GLIBC__
 #define PATIENT_SYS_CLOCK_NANOSLEEP 230
+#else
+#define PATIENT_SYS_CLOCK_NANOSLEEP 35 /* musl's nanosleep calls SYS_nanosleep */
+#endif
 #define PATIENT_SYS_PAUSE 34
 #define PATIENT_SYS_RT_SIGSUSPEND 130
 #define PATIENT_SYS_RECVFROM 45
 #define PATIENT_SYS_WAIT4 61
-#define PATIENT_ANY_SYSCALL (-1)
+#else
+/* Elsewhere (arm64 under qemu-user, where /proc shows the host's
+ * syscalls, not the guest's) a patient only checks that the thread
+ * sleeps in some syscall. */
+#define PATIENT_SYS_READ PATIENT_ANY_SYSCALL
+#define PATIENT_SYS_WRITE PATIENT_ANY_SYSCALL
+#define PATIENT_SYS_FUTEX PATIENT_ANY_SYSCALL
+#define PATIENT_SYS_CLOCK_NANOSLEEP PATIENT_ANY_SYSCALL
+#define PATIENT_SYS_PAUSE PATIENT_ANY_SYSCALL
+#define PATIENT_SYS_RT_SIGSUSPEND PATIENT_ANY_SYSCALL
+#define PATIENT_SYS_RECVFROM PATIENT_ANY_SYSCALL
+#define PATIENT_SYS_WAIT4 PATIENT_ANY_SYSCALL
+#endif
 
 #define PATIENT_NOINLINE __attribute__((noinline, noclone))
 #define PATIENT_FN static __attribute__((unused))
 
 PATIENT_FN pid_t patient_gettid(void) { return (pid_t)syscall(SYS_gettid); }
+
+/* patient_mutex_contended says whether a default mutex is locked with a
+ * waiter asleep on it, read from the libc's own lock word: glibc's
+ * __lock (+0) is 2; musl's _m_lock (+4) has its waiter bit (31) set. */
+PATIENT_FN int patient_mutex_contended(void *m)
+{
+#ifdef __GLIBC__
+	return __atomic_load_n((int *)m, __ATOMIC_SEQ_CST) == 2;
+#else
+	return (__atomic_load_n((unsigned *)m + 1, __ATOMIC_SEQ_CST) & 0x80000000u) != 0;
+#endif
+}
 
 /* patient_die reports a setup failure on stderr (the test shows it) and
  * exits: a patient that cannot reach its hang must not print "ready". */

@@ -22,8 +22,6 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#define PATIENT_SYS_WRITE 1
-
 pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static int log_pipe[2];
 static _Atomic pid_t logger_tid;

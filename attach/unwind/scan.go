@@ -1,0 +1,180 @@
+package unwind
+
+import "encoding/binary"
+
+// CodeMap is implemented by Tables that know where code is mapped and
+// where functions begin. With it the walk can find a caller where no
+// CFI covers a PC and no frame pointer is kept: musl's libc.so carries
+// CFI for four functions only, and musl's static libc none, so every
+// wait in musl starts in code without unwind tables.
+type CodeMap interface {
+	// Code returns the executable segment that holds pc (its start names
+	// the module), false when pc is in no module's code.
+	Code(pc uint64) (start, end uint64, ok bool)
+	// FuncBefore returns the start of the last function symbol at or
+	// before pc in pc's module, false when none is known. A stripped
+	// library knows only its exported functions.
+	FuncBefore(pc uint64) (uint64, bool)
+}
+
+const (
+	// maxScan bounds how far above SP the scan looks for a return address.
+	maxScan = 4 << 10
+	// maxFunc bounds the distance from a function's start to a PC in it.
+	maxFunc = 64 << 10
+)
+
+// stepScan finds the caller of a frame that no CFI covers by scanning the
+// stack above SP for the first word that is a return address of a call
+// into this frame's function: a word in code, just after a call
+// instruction, whose direct target begins the function that holds pc (no
+// known function starts between the target and pc), or that calls into
+// another module through a PLT stub or the GOT. The callee-saved
+// registers of the caller are unknown afterwards: the frames skipped may
+// have saved them anywhere.
+func (w *walker) stepScan(cur state, pc uint64) (step, bool) {
+	code, ok := w.tables.(CodeMap)
+	if !ok {
+		return step{}, false
+	}
+	here, _, ok := code.Code(pc)
+	if !ok {
+		return step{}, false
+	}
+	sp := cur.regs.Val[RSP]
+	var buf [maxScan]byte
+	n, _ := w.mem.ReadAt(buf[:], sp)
+	for off := 0; off+8 <= n; off += 8 {
+		ra := binary.LittleEndian.Uint64(buf[off:])
+		caller, _, ok := code.Code(ra)
+		if !ok || ra-caller < 7 {
+			continue
+		}
+		var insn [7]byte
+		if k, _ := w.mem.ReadAt(insn[:], ra-7); k != len(insn) {
+			continue
+		}
+		var entry uint64
+		if insn[2] == 0xe8 { // call rel32
+			target := w.throughJumps(ra + uint64(int64(int32(binary.LittleEndian.Uint32(insn[3:])))))
+			switch tmod, _, _ := code.Code(target); {
+			case tmod == here && callsInto(code, target, pc, here, caller):
+				entry = target
+			case callsInto(code, target, pc, here, caller), w.tailCallsInto(code, target, pc, here):
+			default:
+				continue
+			}
+		} else if !indirectCall(insn) || caller == here {
+			// a call through a register or memory may go anywhere: only
+			// a call into another module (the GOT) is taken
+			continue
+		}
+		var st step
+		st.caller.regs.Set(RIP, ra)
+		st.caller.regs.Set(RSP, sp+uint64(off)+8)
+		st.cfa, st.method, st.entry = sp+uint64(off)+8, "scan", entry
+		return st, true
+	}
+	return step{}, false
+}
+
+// throughJumps follows the direct jumps a call target may begin with
+// (musl's __syscall_cp is a jmp to __syscall_cp_c) to the function that
+// runs.
+func (w *walker) throughJumps(target uint64) uint64 {
+	for range 3 {
+		var b [5]byte
+		n, _ := w.mem.ReadAt(b[:], target)
+		switch {
+		case n == 5 && b[0] == 0xe9: // jmp rel32
+			target += 5 + uint64(int64(int32(binary.LittleEndian.Uint32(b[1:]))))
+		case n >= 2 && b[0] == 0xeb: // jmp rel8
+			target += 2 + uint64(int64(int8(b[1])))
+		default:
+			return target
+		}
+	}
+	return target
+}
+
+// tailCallsInto says whether the function at target jumps, within its
+// first bytes, into the function that holds pc: musl's
+// pthread_mutex_lock tries its fast path and jumps to
+// __pthread_mutex_timedlock, pthread_join to __pthread_timedjoin_np.
+func (w *walker) tailCallsInto(code CodeMap, target, pc, here uint64) bool {
+	var b [64]byte
+	n, _ := w.mem.ReadAt(b[:], target)
+	for i := 0; i+5 <= n; i++ {
+		if b[i] != 0xe9 {
+			continue
+		}
+		dest := target + uint64(i) + 5 + uint64(int64(int32(binary.LittleEndian.Uint32(b[i+1:]))))
+		if callsInto(code, dest, pc, here, here) {
+			return true
+		}
+	}
+	return false
+}
+
+// callsInto says whether a direct call to target from the module whose
+// code starts at caller can have led to pc, in the module whose code
+// starts at here.
+func callsInto(code CodeMap, target, pc, here, caller uint64) bool {
+	tmod, _, ok := code.Code(target)
+	switch {
+	case !ok:
+		return false
+	case tmod != here:
+		// a PLT stub of the caller's module, which jumps into pc's
+		return here != caller && tmod == caller
+	case target > pc || pc-target > maxFunc:
+		return false
+	}
+	start, known := code.FuncBefore(pc)
+	return !known || start <= target
+}
+
+// indirectCall reports whether the bytes before a return address end
+// with an indirect near call (FF /2): through a register, or through
+// memory addressed by a register, a SIB byte, a displacement or RIP.
+func indirectCall(b [7]byte) bool {
+	for k := 2; k <= 7; k++ { // instruction length, REX prefix excluded
+		i := len(b) - k
+		if b[i] != 0xff {
+			continue
+		}
+		if modrmLen(b[i+1:]) == k-1 {
+			return true
+		}
+	}
+	return false
+}
+
+// modrmLen is the length of a ModRM operand of an FF /2 instruction
+// (ModRM, SIB and displacement), 0 when the reg field is not 2.
+func modrmLen(b []byte) int {
+	if len(b) == 0 {
+		return 0
+	}
+	m := b[0]
+	if (m>>3)&7 != 2 {
+		return 0
+	}
+	mod, rm := m>>6, m&7
+	n := 1
+	if mod != 3 && rm == 4 {
+		n++ // SIB
+		if mod == 0 && len(b) > 1 && b[1]&7 == 5 {
+			n += 4 // SIB with disp32 and no base
+		}
+	}
+	switch {
+	case mod == 0 && rm == 5:
+		n += 4 // RIP-relative
+	case mod == 1:
+		n++
+	case mod == 2:
+		n += 4
+	}
+	return n
+}
