@@ -1,10 +1,7 @@
 package attach
 
 import (
-	"bufio"
 	"encoding/binary"
-	"fmt"
-	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -171,66 +168,6 @@ func (tg *target) fdTarget(fd int) string {
 		return link + " " + addrs
 	}
 	return link
-}
-
-// socketAddrs finds a socket inode in the process's network namespace
-// tables (/proc/PID/net/{tcp,tcp6,udp,udp6,unix}).
-func socketAddrs(pid int, inode string) string {
-	for _, proto := range []string{"tcp", "tcp6", "udp", "udp6"} {
-		f, err := os.Open(procPath(pid, "net", proto))
-		if err != nil {
-			continue
-		}
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			// sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
-			fs := strings.Fields(sc.Text())
-			if len(fs) > 9 && fs[9] == inode {
-				f.Close()
-				return fmt.Sprintf("%s %s -> %s", proto, hexAddr(fs[1]), hexAddr(fs[2]))
-			}
-		}
-		f.Close()
-	}
-	f, err := os.Open(procPath(pid, "net", "unix"))
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// Num RefCount Protocol Flags Type St Inode [Path]
-		fs := strings.Fields(sc.Text())
-		if len(fs) > 6 && fs[6] == inode {
-			if len(fs) > 7 {
-				return "unix " + fs[7]
-			}
-			return "unix"
-		}
-	}
-	return ""
-}
-
-// hexAddr turns /proc/net's "0100007F:1388" into "127.0.0.1:5000".
-func hexAddr(s string) string {
-	host, port, ok := strings.Cut(s, ":")
-	if !ok {
-		return s
-	}
-	p, _ := strconv.ParseUint(port, 16, 16)
-	raw := make([]byte, len(host)/2)
-	for i := range raw {
-		b, err := strconv.ParseUint(host[2*i:2*i+2], 16, 8)
-		if err != nil {
-			return s
-		}
-		raw[i] = byte(b)
-	}
-	// The kernel prints each 32-bit word in host (little-endian) order.
-	for i := 0; i+4 <= len(raw); i += 4 {
-		raw[i], raw[i+1], raw[i+2], raw[i+3] = raw[i+3], raw[i+2], raw[i+1], raw[i]
-	}
-	return net.JoinHostPort(net.IP(raw).String(), strconv.FormatUint(p, 10))
 }
 
 // lineage fills in the process's children and, for a child that forked
