@@ -29,6 +29,10 @@ type Options struct {
 	// Threads also reads the OS threads of a Go process (whose Threads
 	// are its goroutines) into Process.OSThreads.
 	Threads bool
+	// GoWithoutDWARF reads Go processes' goroutines from the runtime's
+	// structures by their release's layout even when the executable
+	// has DWARF (tests compare the two readers).
+	GoWithoutDWARF bool
 }
 
 func (o *Options) defaults() {
@@ -78,7 +82,7 @@ func AttachStats(ctx context.Context, pids []int, opts Options) (*stacks.Snapsho
 	// mappings, modules, symbols and unwind tables.
 	var targets []*target
 	for _, pid := range pids {
-		tg, err := openTarget(pid)
+		tg, err := openTargetWith(pid, opts)
 		if err != nil {
 			return nil, Stats{}, err
 		}
@@ -149,7 +153,9 @@ func targetMaps(pid int) (taskStat, []module.Mapping, error) {
 }
 
 // openTarget checks the pid and loads its modules.
-func openTarget(pid int) (*target, error) {
+func openTarget(pid int) (*target, error) { return openTargetWith(pid, Options{}) }
+
+func openTargetWith(pid int, opts Options) (*target, error) {
 	st, maps, err := targetMaps(pid)
 	if err != nil {
 		return nil, err
@@ -171,7 +177,7 @@ func openTarget(pid int) (*target, error) {
 		proc.Notes = append(proc.Notes, muslNote)
 	}
 	tg.lineage()
-	tg.openGo()
+	tg.openGo(opts.GoWithoutDWARF)
 	return tg, nil
 }
 

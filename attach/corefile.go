@@ -38,6 +38,10 @@ type CoreOptions struct {
 	Root string
 	// MaxDepth bounds the frames of each stack (default 512).
 	MaxDepth int
+	// GoWithoutDWARF reads a Go program's goroutines from the runtime's
+	// structures by its release's layout even when the executable has
+	// DWARF (tests compare the two readers on one core).
+	GoWithoutDWARF bool
 }
 
 // ErrNoStacks says that a core gave nothing to diagnose: no thread, or
@@ -225,7 +229,7 @@ func goCore(cf *core.File, mods *coreModules, mem *core.FileBacked, proc *stacks
 	if !ok {
 		return false, fallback + "the core has no auxiliary vector (NT_AUXV) to place the executable by"
 	}
-	r, err := goproc.OpenCore(proc.Pid, exe, entry, mem)
+	r, err := goproc.OpenCore(proc.Pid, exe, entry, mem, opts.GoWithoutDWARF)
 	if err != nil {
 		return false, fallback + err.Error()
 	}

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hangdoc/hangdoc/attach"
 	"github.com/hangdoc/hangdoc/heuristics"
@@ -131,4 +133,216 @@ func goVersionOf(t *testing.T, bin string) string {
 		t.Fatal(err)
 	}
 	return snap.Processes[0].Runtime
+}
+
+// goPatientRun is one Go patient of testdata/gorun as the stripped
+// tests run it.
+type goPatientRun struct {
+	name string
+	env  []string
+}
+
+// strippedPatients are the Go patients that stay up to be read (the
+// deadlock patient is killed by the runtime's own detector; panicker is
+// the kill-safety test's).
+var strippedPatients = []goPatientRun{
+	{name: "abba"}, {name: "rlock"}, {name: "chansend"}, {name: "waitgroup"},
+	{name: "leak", env: []string{"HANGDOC_LEAK_N=1000"}}, {name: "server"},
+}
+
+// goBuilds are the toolchains the stripped tests build with: this
+// module's go and Debian's Go 1.19 (a release whose sync waits all say
+// "semacquire").
+func goBuilds(t *testing.T) map[string]func(name string, flags ...string) string {
+	t.Helper()
+	builds := map[string]func(string, ...string) string{
+		"go1.26": func(name string, flags ...string) string { return patient.BuildGo(t, name, flags...) },
+	}
+	if _, err := os.Stat(go119); err == nil {
+		builds["go1.19"] = func(name string, flags ...string) string { return patient.BuildGoWith(t, go119, name, flags...) }
+	} else {
+		patient.Missing(t, "%s (golang-1.19-go) for the Go 1.19 half", go119)
+	}
+	return builds
+}
+
+// topVerdict is what the stripped tests compare: the top diagnosis's id,
+// confidence and whether it is a deadlock, and the statuses of the
+// goroutines it names.
+func topVerdict(t *testing.T, snap *stacks.Snapshot) string {
+	t.Helper()
+	ds := heuristics.Diagnose(snap, heuristics.Options{})
+	if len(ds) == 0 {
+		return "none"
+	}
+	top := ds[0]
+	if top.ID == "progressing" || top.ID == "io-wait" {
+		return "calm" // the control: either, as its DWARF build gets either
+	}
+	status := map[int]string{}
+	for _, p := range snap.Processes {
+		for _, th := range p.Threads {
+			if th.Goroutine != nil {
+				status[th.Tid] = th.Goroutine.Status
+			}
+		}
+	}
+	var named []string
+	for _, tid := range top.Tids {
+		named = append(named, status[tid])
+	}
+	slices.Sort(named)
+	named = slices.Compact(named)
+	return fmt.Sprintf("%s %s deadlock=%v, %d goroutines named %v", top.ID, top.Confidence, top.Deadlock, len(top.Tids), named)
+}
+
+// TestGoStrippedVerdicts: for each Go patient built by each toolchain
+// here, the stripped build (-s -w, as go test and go run link) gets the
+// verdict of its DWARF build, live and from a gcore core of it (the
+// cores of the Go 1.19 builds but the ABBA's are left out: gcore costs
+// seconds, and the core path is the same code for both releases). The
+// DWARF build read live without DWARF gives the goroutines delve reads
+// through DWARF, frame for frame, wherever they are parked in both
+// reads; for the ABBA the two readers read one core of it and must agree
+// on every goroutine, running ones too.
+func TestGoStrippedVerdicts(t *testing.T) {
+	patient.RequirePtrace(t)
+	for rel, build := range goBuilds(t) {
+		for _, pr := range strippedPatients {
+			t.Run(rel+"/"+pr.name, func(t *testing.T) {
+				t0 := time.Now()
+				lap := func(what string) {
+					t.Logf("%s: %v", what, time.Since(t0).Round(time.Millisecond))
+					t0 = time.Now()
+				}
+				dwarfBin, bareBin := build(pr.name), build(pr.name, stripped)
+				d := patient.StartGo(t, dwarfBin, pr.env...)
+				s := patient.StartGo(t, bareBin, pr.env...)
+				read := func(pid int, withoutDWARF bool) *stacks.Snapshot {
+					opts := attach.Options{Samples: 2, Interval: 100 * time.Millisecond, GoWithoutDWARF: withoutDWARF}
+					snap, err := attach.Attach(context.Background(), []int{pid}, opts)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if p := snap.Processes[0]; !strings.HasPrefix(p.Runtime, rel) || len(p.Threads) == 0 || p.Threads[0].Goroutine == nil {
+						t.Fatalf("pid %d: runtime %q, notes %q: want its goroutines", pid, p.Runtime, p.Notes)
+					}
+					return snap
+				}
+				viaDWARF := read(d.Pid, false)
+				start := time.Now()
+				without := read(d.Pid, true)
+				t.Logf("attach without DWARF (2 samples): %v", time.Since(start).Round(time.Millisecond))
+				strip := read(s.Pid, false)
+				lap("start and attach")
+				want := topVerdict(t, viaDWARF)
+				if got := topVerdict(t, strip); got != want {
+					t.Errorf("live: stripped build %q, DWARF build %q", got, want)
+				}
+				if got := topVerdict(t, without); got != want {
+					t.Errorf("live: DWARF build read without DWARF %q, through DWARF %q", got, want)
+				}
+				sameGoroutines(t, viaDWARF.Processes[0], without.Processes[0], true)
+				t.Logf("%s: %d goroutines; verdict %s", pr.name, len(without.Processes[0].Threads), want)
+				if rel != "go1.26" && pr.name != "abba" {
+					return
+				}
+				csnap, err := attach.Core(patient.Gcore(t, s.Pid, t.TempDir()), attach.CoreOptions{Exe: bareBin})
+				if err != nil {
+					t.Fatal(err)
+				}
+				lap("gcore and read the stripped build's core")
+				if got := topVerdict(t, csnap); got != want {
+					t.Errorf("core of the stripped build: %q, the DWARF build live %q", got, want)
+				}
+				if pr.name != "abba" {
+					return
+				}
+				dcore := patient.Gcore(t, d.Pid, t.TempDir())
+				both := [2]*stacks.Process{}
+				for i, w := range []bool{false, true} {
+					snap, err := attach.Core(dcore, attach.CoreOptions{Exe: dwarfBin, GoWithoutDWARF: w})
+					if err != nil {
+						t.Fatal(err)
+					}
+					both[i] = snap.Processes[0]
+				}
+				sameGoroutines(t, both[0], both[1], false)
+			})
+		}
+	}
+}
+
+// sameGoroutines checks that a read through DWARF (want) and one
+// without (got) give the same goroutines, frame for frame. Two reads of
+// a live process (live) may see a goroutine move in between: one that
+// runs in either read, or whose frames are at other PCs, is let off;
+// the others (at least half) must agree on everything else. Two reads
+// of one core must agree on everything.
+func sameGoroutines(t *testing.T, want, got *stacks.Process, live bool) {
+	t.Helper()
+	w, g := byID(want), byID(got)
+	if len(w) != len(g) && !live {
+		t.Errorf("%d goroutines without DWARF, %d through DWARF", len(g), len(w))
+	}
+	bad, compared := 0, 0
+	for id, wt := range w {
+		gt := g[id]
+		if gt == nil {
+			if !live {
+				t.Errorf("goroutine %d read through DWARF only", id)
+			}
+			continue
+		}
+		wg, gg := wt.Goroutine, gt.Goroutine
+		if live && (moving(wg.Status) || moving(gg.Status) || !slices.Equal(pcs(wt.Stack), pcs(gt.Stack))) {
+			continue
+		}
+		compared++
+		wc, gc := wg.CreatedBy, gg.CreatedBy
+		if wg.Status != gg.Status || wg.WaitMinutes != gg.WaitMinutes || wg.LockedToThread != gg.LockedToThread ||
+			wg.CreatedByGoroutine != gg.CreatedByGoroutine || wg.Object != gg.Object ||
+			wc.Func != gc.Func || wc.File != gc.File || wc.Line != gc.Line || wc.PC != gc.PC {
+			t.Errorf("goroutine %d: %+v without DWARF, %+v through DWARF", id, gg, wg)
+		}
+		if !sameFrames(wt.Stack, gt.Stack) {
+			if bad++; bad <= 3 {
+				t.Errorf("goroutine %d (%s): frames without DWARF:\n%s\nthrough DWARF:\n%s", id, wg.Status, frameLines(gt.Stack), frameLines(wt.Stack))
+			}
+		}
+	}
+	if compared < len(w)/2 {
+		t.Errorf("only %d of %d goroutines compared", compared, len(w))
+	}
+}
+
+// pcs are the distinct PCs of a stack's physical frames.
+func pcs(st []stacks.Frame) []uint64 {
+	var out []uint64
+	for _, f := range st {
+		if len(out) == 0 || out[len(out)-1] != f.PC {
+			out = append(out, f.PC)
+		}
+	}
+	return out
+}
+
+func sameFrames(a, b []stacks.Frame) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Func != b[i].Func || a[i].File != b[i].File || a[i].Line != b[i].Line || a[i].PC != b[i].PC || a[i].Inlined != b[i].Inlined {
+			return false
+		}
+	}
+	return true
+}
+
+func frameLines(st []stacks.Frame) string {
+	var b strings.Builder
+	for _, f := range st {
+		fmt.Fprintf(&b, "  %s %s:%d %#x inlined=%v\n", f.Func, f.File, f.Line, f.PC, f.Inlined)
+	}
+	return b.String()
 }

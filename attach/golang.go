@@ -23,14 +23,19 @@ type goTarget struct {
 }
 
 // openGo switches tg to the Go path when its executable is a Go program
-// whose debug information loads; otherwise tg stays on the native path
-// and a note says why.
-func (tg *target) openGo() {
+// whose goroutines can be read (through DWARF, or without it by its
+// release's layout; withoutDWARF forces the latter); otherwise tg stays
+// on the native path and a note says why.
+func (tg *target) openGo(withoutDWARF bool) {
 	version, ok := goproc.Version(procPath(tg.pid, "exe"))
 	if !ok {
 		return
 	}
-	r, err := goproc.Open(tg.pid)
+	open := goproc.Open
+	if withoutDWARF {
+		open = goproc.OpenWithoutDWARF
+	}
+	r, err := open(tg.pid)
 	if err != nil {
 		// Runtime still says Go: the heuristics then know these threads
 		// are not where a Go program's hang shows.

@@ -377,11 +377,13 @@ func (b *bare) statusOf(g gFields) string {
 }
 
 // startOf is where a goroutine's unwind starts: the registers of the
-// thread running it when they are on its stack, its syscall's saved SP
-// and PC in a syscall, its saved context otherwise (parked).
+// thread running it (in Go code or in a system call) when they are on
+// its stack, as delve starts there; else its syscall's saved SP and PC
+// in a syscall, as the runtime's traceback does; its saved context
+// otherwise (parked).
 func (b *bare) startOf(g gFields, byTid map[int]*ThreadRegs) (pc, sp uint64, trap bool) {
 	st := g.status &^ gScan
-	if st == gRunning && g.m != 0 {
+	if (st == gRunning || st == gSyscall) && g.m != 0 {
 		if tid, ok := b.mem.u64(g.m + uint64(b.l.mProcid)); ok {
 			if r := byTid[int(tid)]; r != nil && r.Regs.Rsp >= g.lo && r.Regs.Rsp < g.hi {
 				return r.Regs.Rip, r.Regs.Rsp, true

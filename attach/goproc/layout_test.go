@@ -249,4 +249,3 @@ func elfStrings(t *testing.T, f *elf.File, name string) []string {
 	}
 	return out
 }
-

@@ -58,14 +58,21 @@ type Reader struct {
 
 // Open loads the executable's debug information (the slow part: DWARF,
 // line tables) without stopping or touching the process.
-func Open(pid int) (*Reader, error) {
+func Open(pid int) (*Reader, error) { return openLive(pid, false) }
+
+// OpenWithoutDWARF is Open that reads the runtime's structures by the
+// release's layout even when the executable has DWARF (tests compare
+// the two readers on one process).
+func OpenWithoutDWARF(pid int) (*Reader, error) { return openLive(pid, true) }
+
+func openLive(pid int, bare bool) (*Reader, error) {
 	what := fmt.Sprintf("pid %d", pid)
 	entry, err := entryPoint(pid)
 	if err != nil {
 		return nil, err
 	}
 	// The mapped file, even if deleted or replaced.
-	r, err := open(what, fmt.Sprintf("/proc/%d/exe", pid), entry, liveMemory(pid))
+	r, err := open(what, fmt.Sprintf("/proc/%d/exe", pid), entry, liveMemory(pid), bare)
 	if err != nil {
 		return nil, err
 	}
@@ -81,8 +88,11 @@ func Open(pid int) (*Reader, error) {
 // core's auxiliary vector gives it (AT_ENTRY), mem the core's memory,
 // with the mapped files behind what the core left out (a kernel core
 // holds no read-only data of the executable).
-func OpenCore(pid int, exe string, entry uint64, mem Memory) (*Reader, error) {
-	r, err := open(fmt.Sprintf("core of pid %d", pid), exe, entry, mem)
+//
+// withoutDWARF reads the runtime's structures by the release's layout
+// even when the executable has DWARF.
+func OpenCore(pid int, exe string, entry uint64, mem Memory, withoutDWARF bool) (*Reader, error) {
+	r, err := open(fmt.Sprintf("core of pid %d", pid), exe, entry, mem, withoutDWARF)
 	if err != nil {
 		return nil, err
 	}
@@ -90,10 +100,17 @@ func OpenCore(pid int, exe string, entry uint64, mem Memory) (*Reader, error) {
 	return r, nil
 }
 
-func open(what, exe string, entry uint64, mem Memory) (*Reader, error) {
+func open(what, exe string, entry uint64, mem Memory, withoutDWARF bool) (*Reader, error) {
 	version, ok := Version(exe)
 	if !ok {
 		return nil, fmt.Errorf("%s: not a Go program (no Go build information in its executable)", what)
+	}
+	if withoutDWARF {
+		b, err := openBare(what, exe, entry, mem, version)
+		if err != nil {
+			return nil, err
+		}
+		return &Reader{what: what, exe: exe, version: version, bare: b}, nil
 	}
 	if err := hasDWARF(exe); err != nil {
 		b, berr := openBare(what, exe, entry, mem, version)
@@ -586,6 +603,11 @@ func readRuntimeInfo(t *proc.Target) (*runtimeInfo, error) {
 	rt.semaOffsets["sync.WaitGroup.Wait"] = -1
 	if wg, err := structType(bi, "sync.WaitGroup"); err == nil {
 		rt.semaOffsets["sync.WaitGroup.Wait"] = fieldOffset(wg, "sema")
+		if rt.semaOffsets["sync.WaitGroup.Wait"] < 0 {
+			// Go 1.19: state2 is the semaphore of a 64-bit aligned
+			// WaitGroup (always, on 64-bit).
+			rt.semaOffsets["sync.WaitGroup.Wait"] = fieldOffset(wg, "state2")
+		}
 	}
 	return rt, nil
 }
