@@ -50,6 +50,13 @@ func startLive(t *testing.T, argv []string, pids func(p *patient.Proc) []int) *l
 	if pids != nil {
 		targets = pids(p)
 	}
+	return attachLive(t, p, targets)
+}
+
+// attachLive attaches to targets, the running patient p's processes, and
+// diagnoses the snapshot (a patient started otherwise: patient.StartGo).
+func attachLive(t *testing.T, p *patient.Proc, targets []int) *live {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	snap, err := attach.Attach(ctx, targets, liveOpts)

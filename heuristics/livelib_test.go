@@ -1,0 +1,151 @@
+package heuristics_test
+
+// Live patients that hang inside real libraries, not the project's own
+// pthread wrappers: libstdc++'s shared_mutex, glibc's internal locks
+// across fork() and in a signal handler, Rust's std and parking_lot; and
+// controls that are not deadlocks (an idle GLib main loop, an idle
+// asyncio loop, an idle Go HTTP server, OpenMP compute). The libraries
+// are Debian's (scripts/deps/libs.txt); each patient is built once
+// (internal/patient caches it) and says, before "ready", the TIDs of the
+// threads the verdict must name. Attaching, logging and the assertions
+// are live_test.go's.
+
+import (
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/hangdoc/hangdoc/internal/patient"
+)
+
+// pkgConfig returns the compiler and linker flags of the pkg-config
+// packages (a library -dev package installs its .pc file).
+func pkgConfig(t *testing.T, pkgs ...string) []string {
+	t.Helper()
+	pc := patient.RequireTool(t, "pkg-config")
+	out, err := exec.Command(pc, append([]string{"--cflags", "--libs"}, pkgs...)...).CombinedOutput()
+	if err != nil {
+		patient.Missing(t, "pkg-config %s: %v: %s (scripts/install-deps.sh installs scripts/deps/libs.txt)", strings.Join(pkgs, " "), err, strings.TrimSpace(string(out)))
+	}
+	return strings.Fields(string(out))
+}
+
+// A patient's command line, built.
+type argvFunc func(t *testing.T) []string
+
+// native builds a C or C++ patient -O2 -g against the pkg-config packages.
+func native(src string, pkgs ...string) argvFunc {
+	return func(t *testing.T) []string {
+		flags := slices.Clone(patient.O2g)
+		if len(pkgs) > 0 {
+			flags = append(flags, pkgConfig(t, pkgs...)...)
+		}
+		return []string{patient.Build(t, src, flags...)}
+	}
+}
+
+func python(src string) argvFunc {
+	return func(t *testing.T) []string {
+		patient.RequireTool(t, patient.Python)
+		return []string{patient.Python, patient.Build(t, src)}
+	}
+}
+
+func rust(src string) argvFunc {
+	return func(t *testing.T) []string { return []string{patient.BuildRust(t, src)} }
+}
+
+func cargo(crate string) argvFunc {
+	return func(t *testing.T) []string { return []string{patient.BuildCargo(t, crate)} }
+}
+
+// A hang inside a library: the top diagnosis is one of ids, a deadlock
+// claim naming the process and the threads the patient printed as
+// threads ("ab=<tid>"), and mentioning each of says.
+type libHang struct {
+	name    string
+	argv    argvFunc
+	ids     []string
+	threads []string
+	says    []string
+}
+
+var libHangs = []libHang{
+	{name: "GlibcTzsetSignalHandler", argv: native("glibc_tzset_sighandler.c"),
+		ids: []string{"signal-handler-reentry"}, threads: []string{"clock"}, says: []string{"on_sigalrm", "__tz_convert"}},
+	{name: "SharedMutexCycle", argv: native("cxx_shared_mutex.cpp"),
+		ids: []string{"lock-order-cycle"}, threads: []string{"reader", "writer"}},
+	{name: "RustMutexABBA", argv: rust("rust_abba.rs"),
+		ids: []string{"lock-order-cycle"}, threads: []string{"ab", "ba"}},
+	{name: "ParkingLotRelock", argv: cargo("rust_parking_lot"),
+		ids: []string{"self-deadlock"}, threads: []string{"worker"}, says: []string{"Cache::evict"}},
+}
+
+func TestLiveLib(t *testing.T) {
+	for _, c := range libHangs {
+		t.Run(c.name, func(t *testing.T) {
+			l := startLive(t, c.argv(t), nil)
+			if d := l.top(t, c.ids...); d != nil {
+				wantPids(t, d, l.p.Pid)
+				for _, name := range c.threads {
+					wantTids(t, d, name, l.p.Int(t, name))
+				}
+				wantSays(t, d, c.says...)
+			}
+		})
+	}
+}
+
+// glibc's fork() resets malloc's, stdio's and the loader's locks in the
+// child, not tzset_lock: a thread of the parent held it (in localtime,
+// blocked opening the time zone file) when main forked.
+func TestLiveLibGlibcTzsetFork(t *testing.T) {
+	l := startLive(t, native("glibc_tzset_fork.c")(t), forkPids(t))
+	parent, child := l.p.Pid, l.p.Int(t, "child")
+	wantForkChild(t, l, child, parent, l.p.Int(t, "owner"))
+	wantFrames(t, l.thread(t, child, child), "__tz_convert", "log_stamp", "main")
+	if d := l.top(t, "fork-inherited-lock"); d != nil {
+		wantTids(t, d, "the child's waiting thread", child)
+		wantPids(t, d, child)
+		wantSummary(t, d, strconv.Itoa(child))
+	}
+}
+
+// Controls: not a deadlock. Each is asleep or working the way a healthy
+// program is; no diagnosis may claim a deadlock, nor a spin.
+type libControl struct {
+	name string
+	argv argvFunc
+	pids func(p *patient.Proc) []int
+}
+
+var libControls = []libControl{
+	{name: "GLibMainLoop", argv: native("glib_mainloop.c", "glib-2.0")},
+	{name: "AsyncioIdle", argv: python("asyncio_idle.py")},
+	{name: "OpenMPCompute", argv: func(t *testing.T) []string {
+		return []string{patient.Build(t, "openmp_compute.c", append(slices.Clone(patient.O2g), "-fopenmp")...)}
+	}},
+}
+
+func TestLiveLibControls(t *testing.T) {
+	for _, c := range libControls {
+		t.Run(c.name, func(t *testing.T) {
+			l := startLive(t, c.argv(t), c.pids)
+			l.wantNoDeadlock(t)
+			if d := l.find("spin-wait-starved"); d != nil {
+				t.Errorf("control: spin claimed: %s", d.Summary)
+			}
+		})
+	}
+}
+
+// An idle net/http server: the accept loop waits in the netpoller and
+// every other goroutine waits for work.
+func TestLiveLibControlGoHTTP(t *testing.T) {
+	patient.RequirePtrace(t)
+	p := patient.StartGo(t, patient.BuildGo(t, "httpidle"))
+	l := attachLive(t, p, []int{p.Pid})
+	l.wantNoDeadlock(t)
+}
