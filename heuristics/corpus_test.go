@@ -73,9 +73,16 @@ func loadCorpus(t *testing.T) []corpusResult {
 	}
 	sort.Strings(metas)
 	var out []corpusResult
+	seen := map[string]string{} // dump text -> report that holds it
 	for _, mp := range metas {
 		dir := filepath.Dir(mp)
 		r := corpusResult{name: filepath.Base(dir)}
+		if dump, err := os.ReadFile(filepath.Join(dir, "dump.txt")); err == nil {
+			if other, dup := seen[string(dump)]; dup {
+				t.Errorf("%s: the same dump as %s (one report, one folder)", r.name, other)
+			}
+			seen[string(dump)] = r.name
+		}
 		raw, err := os.ReadFile(mp)
 		if err != nil {
 			t.Fatal(err)
