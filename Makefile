@@ -4,12 +4,33 @@ FUZZTIME  ?= 30s
 BENCHTIME ?= 1s
 TIMEOUT   ?= 9m
 
-.PHONY: all build deps test bench demo lint fuzz soak clean
+.PHONY: all build release deps test bench demo lint fuzz soak clean
 
 all: build
 
+# The version every binary reports (hangdoc version, --version, the last
+# line of a markdown report): the nearest tag, commits since, the commit.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+LDFLAGS  = -X main.version=$(VERSION)
+BIN     ?= bin/hangdoc
+
+# Static (CGO_ENABLED=0): the binary runs on any Linux of its
+# architecture, whatever its libc, or none (a distroless container).
 build:
-	$(GO) build -o bin/hangdoc ./cmd/hangdoc
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/hangdoc
+
+# Static binaries for each architecture and their SHA-256 sums, in
+# $(DIST): hangdoc-VERSION-linux-ARCH and SHA256SUMS.
+DIST           ?= dist
+RELEASE_ARCHES ?= amd64 arm64
+release:
+	@mkdir -p $(DIST)
+	@set -e; for arch in $(RELEASE_ARCHES); do \
+		echo "== linux/$$arch"; \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' \
+			-o $(DIST)/hangdoc-$(VERSION)-linux-$$arch ./cmd/hangdoc; \
+	done
+	cd $(DIST) && sha256sum hangdoc-$(VERSION)-linux-* > SHA256SUMS && cat SHA256SUMS
 
 # What the tests need (compilers, debuggers, python3, numpy, Go 1.19);
 # touches nothing when all is there.
@@ -69,4 +90,4 @@ fuzz:
 	done
 
 clean:
-	rm -rf bin
+	rm -rf bin dist

@@ -18,9 +18,6 @@ const (
 	exitAnalysis = 3 // could not analyse (no such process, no permission, …)
 )
 
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "dev"
-
 // usageError marks errors that are the caller's to fix in the command line.
 type usageError struct{ error }
 
@@ -60,17 +57,6 @@ looks hung, 128+N when hangdoc got signal N and nothing looks hung
 		return usageError{fmt.Errorf("%w (see `%s --help`)", err, c.CommandPath())}
 	})
 	root.AddCommand(newAttachCmd(ios), newAnalyzeCmd(ios), newRunCmd(ios), newSignaturesCmd(ios), newVersionCmd(ios))
+	withVersionFlag(root)
 	return root
-}
-
-func newVersionCmd(ios *ioStreams) *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print hangdoc's version",
-		Args:  cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			_, err := fmt.Fprintf(ios.out, "hangdoc %s\n", version)
-			return err
-		},
-	}
 }

@@ -43,8 +43,12 @@ func TestUsageErrors(t *testing.T) {
 
 func TestVersion(t *testing.T) {
 	out, _, err := run("version")
-	if err != nil || !strings.HasPrefix(out, "hangdoc ") {
+	if err != nil || !strings.HasPrefix(out, "hangdoc ") || strings.HasPrefix(out, "hangdoc dev ") {
 		t.Fatalf("version: %q, %v", out, err)
+	}
+	flag, _, err := run("--version")
+	if err != nil || flag != out {
+		t.Fatalf("--version: %q, %v; want what version prints, %q", flag, err, out)
 	}
 }
 

@@ -70,7 +70,7 @@ func (o *reportOptions) diagnoseAndReport(ios *ioStreams, snap *stacks.Snapshot,
 	case "json":
 		return report.JSON(ios.out, snap, diags)
 	case "markdown":
-		return report.Markdown(ios.out, a, diags, report.MarkdownOptions{Version: version, CommandLine: commandLine(os.Args)})
+		return report.Markdown(ios.out, a, diags, report.MarkdownOptions{Version: versionString(), CommandLine: commandLine(os.Args)})
 	case "dot":
 		return report.Dot(ios.out, a, diags)
 	}

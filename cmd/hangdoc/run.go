@@ -363,7 +363,7 @@ func (o *runOptions) writeReport(w io.Writer, a *heuristics.Analysis, diags []he
 }
 
 func (o *runOptions) markdown(w io.Writer, a *heuristics.Analysis, diags []heuristics.Diagnosis) error {
-	return report.Markdown(w, a, diags, report.MarkdownOptions{Version: version, CommandLine: o.cmdLine})
+	return report.Markdown(w, a, diags, report.MarkdownOptions{Version: versionString(), CommandLine: o.cmdLine})
 }
 
 // writeFile writes a file through write: replaced, or appended to (a
