@@ -170,7 +170,7 @@ func openTargetWith(pid int, opts Options) (*target, error) {
 	proc.Modules, proc.Notes = space.Modules(), notes
 	tg := &target{
 		pid: pid, stat: st, maps: maps, space: space, proc: proc,
-		threads: map[int]*threadAcc{}, symbols: map[uint64]stacks.Frame{},
+		threads: map[int]*threadAcc{}, symbols: map[uint64][]stacks.Frame{},
 	}
 	tg.libc = libcOf(mappedPaths(maps), procPath(pid, "exe"))
 	if tg.libc == musl {

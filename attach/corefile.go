@@ -157,7 +157,7 @@ func Core(path string, opts CoreOptions) (snap *stacks.Snapshot, err error) {
 	if lc == musl {
 		notes = append(notes, muslNote)
 	}
-	symbols := map[uint64]stacks.Frame{}
+	symbols := map[uint64][]stacks.Frame{}
 	unwound := 0
 	var stops []string
 	for _, th := range threads {
@@ -423,11 +423,12 @@ func nameUnplaced(cf *core.File, st []stacks.Frame) {
 }
 
 // stackRead says whether an unwind found more than where the thread
-// stood: at least two frames in known code, or the whole stack.
+// stood: at least two machine frames (inlined ones are not unwound) in
+// known code, or the whole stack.
 func stackRead(res unwind.Result, frames []stacks.Frame) bool {
 	known := 0
 	for _, f := range frames {
-		if f.Module != "" {
+		if f.Module != "" && !f.Inlined {
 			known++
 		}
 	}

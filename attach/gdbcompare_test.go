@@ -15,8 +15,8 @@ import (
 
 // TestAttachMatchesGDB attaches to live patients, then runs gdb on the same
 // process and checks, thread by thread (matched by TID), that our stack
-// agrees with gdb's: ours is a subsequence of gdb's, and every machine
-// frame gdb found is in ours. Each patient also has checks that hold
+// agrees with gdb's: ours is a subsequence of gdb's, and every frame gdb
+// found, inlined frames included, is in ours. Each patient also has checks that hold
 // without gdb: the functions it is known to block in, the signal frame,
 // every thread once, no thread left stopped.
 func TestAttachMatchesGDB(t *testing.T) {
@@ -42,23 +42,39 @@ func TestAttachMatchesGDB(t *testing.T) {
 			if c.argv[0] == patient.Python {
 				patient.RequireTool(t, patient.Python)
 			}
-			p := patient.Start(t, c.argv...)
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			snap, err := attach.Attach(ctx, []int{p.Pid}, attach.Options{Samples: 1})
-			if err != nil {
-				t.Fatalf("Attach(%d): %v", p.Pid, err)
-			}
-			checkNoneStopped(t, p)
-			if snap == nil || len(snap.Processes) != 1 || snap.Processes[0].Pid != p.Pid {
-				t.Fatalf("snapshot %+v: want one process, pid %d", snap, p.Pid)
-			}
-			proc := snap.Processes[0]
-			checkEveryThreadOnce(t, p, proc)
-			c.check(t, p, proc)
-			compareWithGDB(t, p, proc)
+			attachAndCompare(t, c.argv, c.check)
 		})
 	}
+}
+
+// TestAttachMatchesGDBInlined: on a Rust patient built with -O2, where
+// std's Mutex::lock is inlined into the function that re-locks, our
+// stacks have the inlined frames gdb shows, named as gdb names them.
+func TestAttachMatchesGDBInlined(t *testing.T) {
+	patient.RequirePtrace(t)
+	patient.RequireTool(t, "rustc")
+	attachAndCompare(t, []string{patient.Build(t, "rust_relock.rs", patient.RustO2g...)}, checkRustRelock)
+}
+
+// attachAndCompare starts a patient, attaches once, checks the snapshot
+// and compares every stack with gdb's.
+func attachAndCompare(t *testing.T, argv []string, check func(t *testing.T, p *patient.Proc, proc *stacks.Process)) {
+	t.Helper()
+	p := patient.Start(t, argv...)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	snap, err := attach.Attach(ctx, []int{p.Pid}, attach.Options{Samples: 1})
+	if err != nil {
+		t.Fatalf("Attach(%d): %v", p.Pid, err)
+	}
+	checkNoneStopped(t, p)
+	if snap == nil || len(snap.Processes) != 1 || snap.Processes[0].Pid != p.Pid {
+		t.Fatalf("snapshot %+v: want one process, pid %d", snap, p.Pid)
+	}
+	proc := snap.Processes[0]
+	checkEveryThreadOnce(t, p, proc)
+	check(t, p, proc)
+	compareWithGDB(t, p, proc)
 }
 
 // checkNoneStopped: once Attach returns, no thread of the patient is left
@@ -237,9 +253,10 @@ func compareWithGDB(t *testing.T, p *patient.Proc, proc *stacks.Process) {
 			}
 			j++
 		}
-		// Every machine frame gdb found (frame #0's included) is in ours.
+		// Every frame gdb found (frame #0's included, inlined ones too)
+		// is in ours.
 		for gi, gf := range theirs {
-			if gf.Inlined || isTailCallFrame(p.Pid, gf.PC) || merged && gf.Func == "_PyEval_EvalFrameDefault" {
+			if isTailCallFrame(p.Pid, gf.PC) || merged && gf.Func == "_PyEval_EvalFrameDefault" {
 				continue
 			}
 			found := false
@@ -392,6 +409,13 @@ func checkCxx(t *testing.T, p *patient.Proc, proc *stacks.Process) {
 		if indexOf(n, "hangdoc_patient::Guarded<int>::update") < 0 || indexOf(n, "pthread_mutex_lock", "lll_lock_wait", "std::mutex::lock") < 0 {
 			t.Errorf("%s: want std::mutex::lock / pthread_mutex_lock under Guarded<int>::update: %q", name, n)
 		}
+		// -O2 inlines std::mutex::lock (and libstdc++'s gthread
+		// wrappers) into update: the frame that names the lock has no
+		// machine frame of its own.
+		st := threadNamed(t, proc, name).Stack
+		if i := indexOf(n, "std::mutex::lock"); i < 0 || !st[i].Inlined {
+			t.Errorf("%s: no inlined std::mutex::lock frame:\n%s", name, stackString(st))
+		}
 	}
 	n := names(threadNamed(t, proc, "nested").Stack)
 	if !hasInOrder(n, []string{"hangdoc_patient::Relay<int, 0>::forward", "hangdoc_patient::Relay<int, 1>::forward",
@@ -408,6 +432,35 @@ func checkCxx(t *testing.T, p *patient.Proc, proc *stacks.Process) {
 	}
 	if !take {
 		t.Errorf("waiter: no Mailbox<…>::take frame: %q", n)
+	}
+}
+
+// checkRustRelock: the main thread waits in std's futex mutex
+// (lock_contended) under the inlined lock frames (sys's futex
+// Mutex::lock and the poisoning Mutex<u64>::lock; their module paths
+// change between Rust versions), marked inlined, inside inner, which
+// outer called holding the lock.
+func checkRustRelock(t *testing.T, p *patient.Proc, proc *stacks.Process) {
+	st := mainThread(t, proc).Stack
+	find := func(from int, ok func(name string) bool) int {
+		for i := from; i < len(st); i++ {
+			if ok(frameKey(st[i])) {
+				return i
+			}
+		}
+		return -1
+	}
+	contended := find(0, func(n string) bool { return strings.HasSuffix(n, "Mutex::lock_contended") })
+	sysLock := find(contended+1, func(n string) bool { return strings.HasSuffix(n, "futex::Mutex::lock") })
+	stdLock := find(sysLock+1, func(n string) bool { return strings.Contains(n, "Mutex<u64>::lock") })
+	inner := find(stdLock+1, func(n string) bool { return n == "rust_relock::inner" })
+	outer := find(inner+1, func(n string) bool { return n == "rust_relock::outer" })
+	if contended < 0 || sysLock < 0 || stdLock < 0 || inner < 0 || outer < 0 {
+		t.Fatalf("main: want lock_contended, futex Mutex::lock, Mutex<u64>::lock, inner, outer in order (#%d #%d #%d #%d #%d):\n%s",
+			contended, sysLock, stdLock, inner, outer, stackString(st))
+	}
+	if !st[sysLock].Inlined || !st[stdLock].Inlined || st[inner].Inlined || st[outer].Inlined {
+		t.Errorf("main: want the two lock frames inlined into inner, inner and outer machine frames:\n%s", stackString(st))
 	}
 }
 

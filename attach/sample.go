@@ -2,6 +2,7 @@ package attach
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hangdoc/hangdoc/attach/module"
@@ -16,7 +17,7 @@ const clockTicks = 100
 // addressSpace is what the sampler needs of a process's loaded modules.
 type addressSpace interface {
 	unwind.Tables
-	Symbolize(pc uint64) stacks.Frame
+	SymbolizeInline(pc uint64) []stacks.Frame
 	FuncBefore(pc uint64) (uint64, bool)
 	DataSymbol(addr uint64) string
 	Modules() []stacks.Module
@@ -31,7 +32,7 @@ type target struct {
 	proc    *stacks.Process
 	threads map[int]*threadAcc
 	exited  bool
-	symbols map[uint64]stacks.Frame // by lookup PC: threads share most frames
+	symbols map[uint64][]stacks.Frame // by lookup PC, inlined frames first: threads share most frames
 	// sockets caches the addresses of socket inodes: a thousand threads
 	// in recv must not read /proc/net's tables a thousand times a sample.
 	sockets map[string]string
@@ -239,25 +240,29 @@ func (s *sampler) stop(tg *target, tid int) (stopped, error) {
 // and kept in cache by lookup PC (threads share most frames); unwinder
 // stops other than the end of the stack become a note. Live attaches and
 // core files share it.
-func symbolize(space addressSpace, cache map[uint64]stacks.Frame, res unwind.Result, notes *[]string) []stacks.Frame {
+func symbolize(space addressSpace, cache map[uint64][]stacks.Frame, res unwind.Result, notes *[]string) []stacks.Frame {
 	out := make([]stacks.Frame, 0, len(res.Frames))
 	for _, f := range res.Frames {
-		fr, ok := cache[f.LookupPC]
+		frs, ok := cache[f.LookupPC]
 		if !ok {
-			fr = space.Symbolize(f.LookupPC)
+			frs = space.SymbolizeInline(f.LookupPC)
 			if start, ok := space.FuncBefore(f.LookupPC); ok && f.Entry > start {
 				// the symbol is the exported function before this one
-				// (musl's libc.so names none of its internals)
-				fr.Func = ""
+				// (musl's libc.so names none of its internals); the
+				// inlined frames come from DWARF and stay
+				frs = slices.Clone(frs)
+				frs[len(frs)-1].Func = ""
 			}
-			cache[f.LookupPC] = fr
+			cache[f.LookupPC] = frs
 		}
-		fr.PC = f.PC
-		if fr.Module != "" && f.PC >= f.LookupPC {
-			fr.Offset += f.PC - f.LookupPC
+		for _, fr := range frs {
+			fr.PC = f.PC
+			if fr.Module != "" && f.PC >= f.LookupPC {
+				fr.Offset += f.PC - f.LookupPC
+			}
+			fr.Signal = f.Signal && !fr.Inlined
+			out = append(out, fr)
 		}
-		fr.Signal = f.Signal
-		out = append(out, fr)
 	}
 	for _, f := range res.Frames {
 		if f.Method == "scan" {

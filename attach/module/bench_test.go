@@ -88,3 +88,64 @@ func BenchmarkCachedLookup(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkColdInlines is what a cold attach pays for names in files
+// with DWARF: Open, then the line and inline lookups of the PCs of a
+// sample (64 addresses in 64 functions spread over the file), with and
+// without the inline lookups. libc's DWARF is in its debug file
+// (libc6-dbg); libstdc++'s unstripped build is libstdc++6-12-dbg's.
+func BenchmarkColdInlines(b *testing.B) {
+	for _, lib := range []struct{ name, path string }{
+		{"libc", libcPath},
+		{"libstdc++", "/usr/lib/x86_64-linux-gnu/debug/libstdc++.so.6.0.30"},
+	} {
+		f, err := OpenWith(lib.path, Options{OriginalPath: lib.path})
+		if err != nil {
+			b.Logf("%s: %v", lib.name, err)
+			continue
+		}
+		var pcs []uint64
+		funcs := 0
+		for _, sym := range f.Symbols() {
+			if sym.Func && sym.Size > 0 {
+				funcs++
+			}
+		}
+		step := max(funcs/64, 1)
+		i := 0
+		for _, sym := range f.Symbols() {
+			if sym.Func && sym.Size > 0 {
+				if i%step == 0 {
+					pcs = append(pcs, sym.Value+sym.Size/2)
+				}
+				i++
+			}
+		}
+		f.Close()
+		for _, inl := range []bool{false, true} {
+			name := lib.name + "/lines"
+			if inl {
+				name += "+inlines"
+			}
+			b.Run(name, func(b *testing.B) {
+				var found int
+				for b.Loop() {
+					f, err := OpenWith(lib.path, Options{OriginalPath: lib.path})
+					if err != nil {
+						b.Fatal(err)
+					}
+					found = 0
+					for _, pc := range pcs {
+						f.Line(pc)
+						if inl {
+							_, in := f.Inlines(pc)
+							found += len(in)
+						}
+					}
+					f.Close()
+				}
+				b.ReportMetric(float64(found), "inlined")
+			})
+		}
+	}
+}

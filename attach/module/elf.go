@@ -60,7 +60,9 @@ type File struct {
 
 	syms  []Symbol
 	fdes  frame.FrameDescriptionEntries
+	dwarf debugInfo
 	lines lineTable
+	inl   inlineTable
 	// gopcln names functions and lines from the Go runtime's pclntab
 	// when the symbol table or DWARF was stripped (nil otherwise).
 	gopcln *goLines
@@ -211,7 +213,7 @@ func parse(r io.ReaderAt, size int64, closer io.Closer, path string, opts Option
 		f.gopcln = readGoLines(ef, base, f)
 	}
 	if hasLines {
-		f.lines.src, f.lines.closer = dwarfFile, dwarfCloser
+		f.dwarf.src, f.dwarf.closer = dwarfFile, dwarfCloser
 		keep = dwarfCloser == closer
 	} else if dwarfCloser != closer && dwarfCloser != nil {
 		dwarfCloser.Close()
@@ -224,7 +226,7 @@ func (f *File) note(s string) { f.Notes = append(f.Notes, s) }
 // Close releases the file descriptor kept for reading the line table on
 // first use; after it, lines not read yet are not available. Symbols and
 // CFI stay usable.
-func (f *File) Close() error { return f.lines.close() }
+func (f *File) Close() error { return f.dwarf.close() }
 
 // readLoads keeps the PT_LOAD headers and rejects a file whose segments
 // extend past its end: a truncated file.

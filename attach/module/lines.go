@@ -2,9 +2,7 @@ package module
 
 import (
 	"debug/dwarf"
-	"debug/elf"
 	"fmt"
-	"io"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -15,8 +13,6 @@ import (
 // symbols and CFI, and DWARF is the costly part.
 type lineTable struct {
 	mu     sync.Mutex
-	src    *elf.File // the file holding DWARF, until loaded
-	closer io.Closer // its descriptor, closed once loaded
 	loaded bool
 	err    error
 	rows   []lineRow
@@ -35,7 +31,7 @@ func (f *File) Line(addr uint64) (file string, line int, ok bool) {
 	t := &f.lines
 	t.mu.Lock()
 	if !t.loaded {
-		t.load(filepath.Base(f.Name))
+		t.load(&f.dwarf, filepath.Base(f.Name))
 	}
 	t.mu.Unlock()
 	rows := t.rows
@@ -59,45 +55,30 @@ func (f *File) LinesError() error {
 
 // load reads every compilation unit's line program into one table sorted
 // by address. Called with t.mu held.
-func (t *lineTable) load(base string) {
+func (t *lineTable) load(dw *debugInfo, base string) {
 	t.loaded = true
-	if t.src == nil {
+	d, err := dw.get(base)
+	if d == nil {
+		t.err = err
 		return
 	}
 	defer func() {
 		if p := recover(); p != nil {
 			t.rows, t.files, t.err = nil, nil, fmt.Errorf("%s: .debug_line: corrupt: %v", base, p)
 		}
-		t.release()
 	}()
-	d, err := t.src.DWARF()
-	if err != nil {
-		t.err = &Error{File: base, Section: ".debug_info", Off: -1, Err: err}
-		return
-	}
 	index := map[string]uint32{}
-	r := d.Reader()
-	for {
-		e, err := r.Next()
-		if err != nil {
-			t.err = &Error{File: base, Section: ".debug_info", Off: -1, Err: err}
-			break
-		}
-		if e == nil {
-			break
-		}
+	err = eachUnit(d, base, func(e *dwarf.Entry) {
 		if e.Tag != dwarf.TagCompileUnit {
-			r.SkipChildren()
-			continue
+			return
 		}
 		lr, err := d.LineReader(e)
-		r.SkipChildren()
 		if err != nil {
 			t.err = &Error{File: base, Section: ".debug_line", Off: -1, Err: err}
-			continue
+			return
 		}
 		if lr == nil {
-			continue
+			return
 		}
 		var le dwarf.LineEntry
 		seq := len(t.rows) // where the current sequence's rows begin
@@ -125,6 +106,9 @@ func (t *lineTable) load(base string) {
 			}
 			t.rows = append(t.rows, row)
 		}
+	})
+	if err != nil {
+		t.err = err
 	}
 	// At one address an end of sequence goes before the start of the next
 	// sequence, so that the last row at or below an address is in effect.
@@ -135,21 +119,4 @@ func (t *lineTable) load(base string) {
 		}
 		return a.end && !b.end
 	})
-}
-
-// release drops the ELF file and closes its descriptor. Called with t.mu
-// held.
-func (t *lineTable) release() {
-	if t.closer != nil {
-		t.closer.Close()
-	}
-	t.src, t.closer = nil, nil
-}
-
-func (t *lineTable) close() error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.loaded = true
-	t.release()
-	return nil
 }

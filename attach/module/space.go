@@ -153,6 +153,33 @@ func (s *Space) Symbolize(pc uint64) stacks.Frame {
 	return fr
 }
 
+// SymbolizeInline is Symbolize with the functions inlined at pc, as gdb
+// and eu-stack -i list them: the innermost inlined function first, at the
+// line pc is on, each marked Inlined and all at pc; the function holding
+// them last, at the call site of the outermost one.
+func (s *Space) SymbolizeInline(pc uint64) []stacks.Frame {
+	fr := s.Symbolize(pc)
+	l := s.Lookup(pc)
+	if l == nil {
+		return []stacks.Frame{fr}
+	}
+	fn, inl := l.File.Inlines(fr.Offset)
+	if fn != "" {
+		fr.Func = fn
+	}
+	if len(inl) == 0 {
+		return []stacks.Frame{fr}
+	}
+	out := make([]stacks.Frame, 0, len(inl)+1)
+	file, line := fr.File, fr.Line
+	for _, in := range inl {
+		out = append(out, stacks.Frame{Func: in.Func, Module: fr.Module, Offset: fr.Offset, PC: pc, File: file, Line: line, Inlined: true})
+		file, line = in.CallFile, in.CallLine
+	}
+	fr.File, fr.Line = file, line
+	return append(out, fr)
+}
+
 // SymbolizeCaller is Symbolize for a return address: it names the call
 // instruction before ret (the return address of a call to a noreturn
 // function may already be in the next function) but reports ret as PC.

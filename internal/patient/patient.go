@@ -45,6 +45,9 @@ var (
 	O0g = []string{"-O0", "-g", "-pthread"}
 	// O2g is optimised code with debug information (inlined frames).
 	O2g = []string{"-O2", "-g", "-pthread"}
+	// RustO2g is optimised Rust with debug information: std's Mutex::lock
+	// is inlined into its caller.
+	RustO2g = []string{"-C", "opt-level=2", "-g"}
 )
 
 // Python is the interpreter the Python patients run with.
@@ -187,6 +190,8 @@ func buildWith(t testing.TB, compiler, src string, flags []string, out func(key 
 		compiler = envOr("CC", "gcc")
 	case ext == ".cpp", ext == ".cc":
 		compiler = envOr("CXX", "g++")
+	case ext == ".rs":
+		compiler = envOr("RUSTC", "rustc")
 	default:
 		t.Fatalf("patient: %s: do not know how to build %q files", filepath.Base(src), filepath.Ext(src))
 	}
