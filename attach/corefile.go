@@ -352,9 +352,9 @@ func (c *coreModules) exeHost(opts CoreOptions) string {
 // it for a live thread (what goproc reads); the registers the core
 // reader keeps no copy of (segments, flags) are zero, which delve does
 // not use.
-func corePtraceRegs(th core.Thread) unix.PtraceRegs {
+func corePtraceRegs(th core.Thread) goproc.Regs {
 	v := &th.Regs.Val
-	return unix.PtraceRegs{
+	return goproc.Regs{
 		R15: v[15], R14: v[14], R13: v[13], R12: v[12], Rbp: v[unwind.RBP], Rbx: v[unwind.RBX],
 		R11: v[11], R10: v[10], R9: v[9], R8: v[unwind.R8],
 		Rax: uint64(th.RAX), Rcx: v[unwind.RCX], Rdx: v[unwind.RDX], Rsi: v[unwind.RSI], Rdi: v[unwind.RDI],

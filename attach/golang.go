@@ -31,6 +31,11 @@ func (tg *target) openGo(withoutDWARF bool) {
 	if !ok {
 		return
 	}
+	if !goLive {
+		tg.proc.Runtime = version
+		tg.proc.Notes = append(tg.proc.Notes, "goroutines not read, OS threads shown instead: a live Go program's goroutines are read on x86-64 only")
+		return
+	}
 	open := goproc.Open
 	if withoutDWARF {
 		open = goproc.OpenWithoutDWARF
@@ -69,7 +74,7 @@ func (s *sampler) sampleGo(tg *target, first bool) {
 			addNote(&tg.proc.Notes, err.Error())
 			continue
 		}
-		regs = append(regs, goproc.ThreadRegs{Tid: tid, Regs: r})
+		regs = append(regs, goproc.ThreadRegs{Tid: tid, Regs: goRegs(&r)})
 	}
 	if len(regs) == 0 {
 		if len(states) == 0 {

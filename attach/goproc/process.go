@@ -229,18 +229,6 @@ type unimplemented interface {
 	proc.ProcessInternal
 }
 
-// ptraceRegs converts what PTRACE_GETREGS gave to delve's copy of the
-// same kernel struct.
-func ptraceRegs(r *unix.PtraceRegs) linutil.AMD64PtraceRegs {
-	return linutil.AMD64PtraceRegs{
-		R15: r.R15, R14: r.R14, R13: r.R13, R12: r.R12, Rbp: r.Rbp, Rbx: r.Rbx,
-		R11: r.R11, R10: r.R10, R9: r.R9, R8: r.R8, Rax: r.Rax, Rcx: r.Rcx,
-		Rdx: r.Rdx, Rsi: r.Rsi, Rdi: r.Rdi, Orig_rax: r.Orig_rax, Rip: r.Rip,
-		Cs: r.Cs, Eflags: r.Eflags, Rsp: r.Rsp, Ss: r.Ss, Fs_base: r.Fs_base,
-		Gs_base: r.Gs_base, Ds: r.Ds, Es: r.Es, Fs: r.Fs, Gs: r.Gs,
-	}
-}
-
 var (
 	_ proc.ProcessInternal = (*process)(nil)
 	_ proc.ProcessGroup    = (*process)(nil)

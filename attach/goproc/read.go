@@ -16,6 +16,7 @@ import (
 
 	"github.com/go-delve/delve/pkg/dwarf/godwarf"
 	"github.com/go-delve/delve/pkg/proc"
+	"github.com/go-delve/delve/pkg/proc/linutil"
 	"golang.org/x/sys/unix"
 
 	"github.com/hangdoc/hangdoc/stacks"
@@ -33,11 +34,16 @@ func Version(exe string) (string, bool) {
 }
 
 // ThreadRegs are one OS thread's registers, captured under a ptrace stop
-// that has already ended.
+// that has already ended, or read from a core.
 type ThreadRegs struct {
 	Tid  int
-	Regs unix.PtraceRegs
+	Regs Regs
 }
+
+// Regs are an x86-64 thread's registers as PTRACE_GETREGS and
+// NT_PRSTATUS give them: delve's copy of the kernel's struct, which
+// builds on every host (unix.PtraceRegs is the host's own).
+type Regs = linutil.AMD64PtraceRegs
 
 // Reader reads the goroutines of one process, sample after sample, or
 // of one core file. It is not safe for concurrent use.
@@ -208,9 +214,9 @@ func (r *Reader) Read(regs []ThreadRegs, opts Options) (*Result, error) {
 		return r.bare.read(regs, opts)
 	}
 	r.p.threads = make(map[int]*thread, len(regs))
-	current := &thread{p: r.p, tid: regs[0].Tid, regs: ptraceRegs(&regs[0].Regs)}
+	current := &thread{p: r.p, tid: regs[0].Tid, regs: regs[0].Regs}
 	for _, tr := range regs {
-		th := &thread{p: r.p, tid: tr.Tid, regs: ptraceRegs(&tr.Regs)}
+		th := &thread{p: r.p, tid: tr.Tid, regs: tr.Regs}
 		r.p.threads[tr.Tid] = th
 		if tr.Tid == r.pid {
 			current = th
