@@ -1,7 +1,8 @@
 package heuristics_test
 
 // Live patients that hang inside real libraries, not the project's own
-// pthread wrappers: libstdc++'s shared_mutex, glibc's internal locks
+// pthread wrappers: Abseil's Mutex, libstdc++'s static-init guards,
+// call_once and shared_mutex, gperftools' tcmalloc, glibc's internal locks
 // across fork() and in a signal handler, Rust's std and parking_lot; and
 // controls that are not deadlocks (an idle GLib main loop, an idle
 // asyncio loop, an idle Go HTTP server, OpenMP compute). The libraries
@@ -73,6 +74,14 @@ type libHang struct {
 }
 
 var libHangs = []libHang{
+	{name: "AbslABBA", argv: native("absl_abba.cpp", "absl_synchronization"),
+		ids: []string{"lock-order-cycle"}, threads: []string{"ab", "ba"}},
+	{name: "StaticInitCycle", argv: native("cxx_static_init.cpp"),
+		ids: []string{"lock-order-cycle"}, threads: []string{"config", "registry"}},
+	{name: "CallOnceReentry", argv: native("cxx_call_once.cpp"),
+		ids: []string{"self-deadlock"}, threads: []string{"loader"}},
+	{name: "TcmallocSignalHandler", argv: native("tcmalloc_sighandler.c", "libtcmalloc"),
+		ids: []string{"signal-handler-reentry"}, threads: []string{"grower"}, says: []string{"on_sigusr1"}},
 	{name: "GlibcTzsetSignalHandler", argv: native("glibc_tzset_sighandler.c"),
 		ids: []string{"signal-handler-reentry"}, threads: []string{"clock"}, says: []string{"on_sigalrm", "__tz_convert"}},
 	{name: "SharedMutexCycle", argv: native("cxx_shared_mutex.cpp"),
