@@ -60,6 +60,11 @@ func blockedIn(stack []stacks.Frame) (class waitClass, caller int, futex bool) {
 			c = waitCond
 		case r != nil && r.Role == stacks.RoleJoin:
 			c = waitJoin
+		case class == notWaiting && futex && r == nil && f.Func != "" && !stacks.IsPythonFrame(f) && takesLocks(f):
+			// A function named for taking a lock right over a bare futex
+			// wait is a lock's slow path the vocabulary does not know
+			// (musl's static lock(), a library's own mutex).
+			c = waitLock
 		default:
 			if class == waitCond && stacks.IsPythonFrame(f) {
 				// py-spy hides the interpreter's frames: a semaphore wait
@@ -85,6 +90,17 @@ func blockedIn(stack []stacks.Frame) (class waitClass, caller int, futex bool) {
 func waitOf(t *stacks.Thread) (class waitClass, caller int) {
 	class, caller, futex := blockedIn(t.Stack)
 	w := t.Wait
+	if class == notWaiting && !futex && (w == nil || w.Syscall == "") {
+		// A signal came to a thread blocked in a wait (a watchdog's
+		// SIGABRT, a profiler's tick) and the dump caught its handler,
+		// which waits for nothing: the thread waits where the signal
+		// interrupted it.
+		if sig := signalFrame(t.Stack); sig >= 0 {
+			if c, at, f := blockedIn(t.Stack[sig+1:]); c != notWaiting {
+				class, caller, futex = c, sig+1+at, f
+			}
+		}
+	}
 	switch {
 	case w != nil && w.Mutex != nil:
 		return waitLock, caller
@@ -143,11 +159,45 @@ func inLoader(stack []stacks.Frame) bool {
 // it were interrupted.
 func signalFrame(stack []stacks.Frame) int {
 	for i, f := range stack {
-		if f.Signal || funcKey(f) == "restore_rt" {
+		if f.Signal || frameRole(f) == stacks.RoleSigframe {
 			return i
 		}
 	}
 	return -1
+}
+
+// signalSplit says where a stack's signal handler ends: its frames are
+// stack[:handlerEnd], the interrupted code's start at below. With a
+// signal frame, below is the frame after it. A paste whose
+// `<signal handler called>` line was lost (Markdown leaves an empty `#6`
+// that parsers drop) still names its handler (handle_fatal_signal,
+// *_signal_handler, …): the frames below the handler's were interrupted,
+// unless the handler is the thread's start (a signal-handling thread's
+// loop). ok is false when the stack shows no handler.
+func signalSplit(stack []stacks.Frame) (handlerEnd, below int, byName, ok bool) {
+	if i := signalFrame(stack); i >= 0 {
+		return i, i + 1, false, true
+	}
+	for i, f := range stack {
+		if frameRole(f) != stacks.RoleHandler {
+			continue
+		}
+		rest := stack[i+1:]
+		if len(rest) == 0 || isThreadStart(rest[0]) {
+			return 0, 0, false, false
+		}
+		return i + 1, i + 1, true, true
+	}
+	return 0, 0, false, false
+}
+
+// isThreadStart: the frames a thread begins in, below any code of its own.
+func isThreadStart(f stacks.Frame) bool {
+	switch funcKey(f) {
+	case "start_thread", "clone", "clone3", "thread_start", "pthread_start", "libc_start_main", "libc_start_call_main", "start":
+		return true
+	}
+	return false
 }
 
 // isTimedWait: a wait with a timeout returns by itself; the thread polls

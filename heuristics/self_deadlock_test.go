@@ -2,6 +2,7 @@ package heuristics
 
 import (
 	"github.com/hangdoc/hangdoc/stacks"
+	"strings"
 	"testing"
 )
 
@@ -66,8 +67,13 @@ func TestSelfDeadlockPastedDump(t *testing.T) {
 	has(t, "summary", d.Summary, "thread 4711 `worker`", "`blas_thread_init`")
 	lacks(t, "summary", d.Summary, "held by")
 	none(t, "lock-order-cycle", snap)
-	// one thread's bt pasted alone: the others may hold the lock
-	none(t, "self-deadlock", pasted(proc(4700, snap.Processes[0].Threads[0])))
+	// one thread's bt pasted alone: the others may hold the lock, so the
+	// verdict is hedged and says what would settle it
+	alone := one(t, "self-deadlock", pasted(proc(4700, snap.Processes[0].Threads[0])))
+	if alone.Confidence != Low {
+		t.Errorf("one thread pasted alone: confidence %s, want low", alone.Confidence)
+	}
+	has(t, "evidence", strings.Join(alone.Evidence, "\n"), "the paste holds only this thread", "thread apply all bt")
 	// a running thread could be the holder: no claim
 	snap.Processes[0].Threads = append(snap.Processes[0].Threads, spinning(thread(4712, "busy", "compute")))
 	none(t, "self-deadlock", snap)

@@ -27,7 +27,9 @@ func init() {
 // the code the signal interrupted holds it.
 type reentry struct {
 	waiter ThreadRef
-	sig    int   // index of the signal frame
+	sig    int   // where the handler's frames end: the signal frame's index
+	below  int   // the first interrupted frame
+	byName bool  // the signal frame was lost from the paste: the handler is known by its name
 	caller int   // the frame in the handler that asked for the lock
 	edge   *Edge // the mutex wait, when the owner was read
 	// held is the frame below the signal frame that holds the lock, and
@@ -48,12 +50,12 @@ func findReentries(a *Analysis) []reentry {
 			continue
 		}
 		for _, t := range p.Threads {
-			sig := signalFrame(t.Stack)
+			sig, below, byName, ok := signalSplit(t.Stack)
 			class, caller := waitOf(t)
-			if sig <= 0 || !class.isLock() || caller > sig {
+			if !ok || sig <= 0 || !class.isLock() || caller > sig {
 				continue
 			}
-			r := reentry{waiter: ThreadRef{p, t}, sig: sig, caller: caller, held: -1}
+			r := reentry{waiter: ThreadRef{p, t}, sig: sig, below: below, byName: byName, caller: caller, held: -1}
 			if es := a.WaitsFor(t.Tid); len(es) > 0 && es[0].Kind == EdgeMutex && es[0].Lock.Owner.Kind != OwnerUnknown {
 				e := es[0]
 				if e.Lock.Owner.Kind == OwnerLive && e.To.Thread == t && e.Lock.Mutex.Kind&kindMask != kindRecursive {
@@ -62,9 +64,9 @@ func findReentries(a *Analysis) []reentry {
 				}
 				continue // the owner speaks: another owner is no re-entry
 			}
-			if r.held, r.family = sameAddrBelow(t, sig); r.held >= 0 {
+			if r.held, r.family = sameAddrBelow(t, below); r.held >= 0 {
 				found = append(found, r)
-			} else if r.held, r.family = sameLockBelow(t.Stack, caller, sig); r.held >= 0 {
+			} else if r.held, r.family = sameLockBelow(t.Stack, caller, sig, below); r.held >= 0 {
 				found = append(found, r)
 			}
 		}
@@ -75,12 +77,12 @@ func findReentries(a *Analysis) []reentry {
 // sameAddrBelow looks below the signal frame for a frame called with the
 // address of the lock the handler waits for (a dump's arguments): the
 // interrupted code had that lock in hand.
-func sameAddrBelow(t *stacks.Thread, sig int) (int, string) {
+func sameAddrBelow(t *stacks.Thread, below int) (int, string) {
 	l, _, ok := waitArgLock(t)
 	if !ok {
 		return -1, ""
 	}
-	ls, at := argAddrsIn(t.Stack, sig+1, len(t.Stack))
+	ls, at := argAddrsIn(t.Stack, below, len(t.Stack))
 	for i, o := range ls {
 		if o.Addr == l.Addr {
 			if l.Symbol == "" {
@@ -98,7 +100,7 @@ func sameAddrBelow(t *stacks.Thread, sig int) (int, string) {
 // sameLockBelow looks below the signal frame for a frame that takes the
 // same lock as the handler's frames from caller to the signal frame: one
 // of the same lock family, or the very function that asked for the lock.
-func sameLockBelow(stack []stacks.Frame, caller, sig int) (int, string) {
+func sameLockBelow(stack []stacks.Frame, caller, sig, below int) (int, string) {
 	above := map[string]bool{}
 	for _, f := range stack[caller:sig] {
 		if fam := lockFamily(f); fam != "" {
@@ -109,7 +111,7 @@ func sameLockBelow(stack []stacks.Frame, caller, sig int) (int, string) {
 	if caller < sig {
 		asker = funcKey(stack[caller])
 	}
-	for i := sig + 1; i < len(stack); i++ {
+	for i := below; i < len(stack); i++ {
 		if fam := lockFamily(stack[i]); above[fam] {
 			return i, fam
 		}
@@ -139,8 +141,8 @@ func matchSignalReentry(a *Analysis) []Diagnosis {
 		t := r.waiter.Thread
 		handler := frameName(t.Stack[r.sig-1]) // the function the kernel called
 		interrupted := "?"
-		if r.sig+1 < len(t.Stack) {
-			interrupted = frameName(t.Stack[r.sig+1])
+		if r.below < len(t.Stack) {
+			interrupted = frameName(t.Stack[r.below])
 		}
 		asker := handler
 		if r.caller < r.sig {
@@ -176,9 +178,19 @@ func matchSignalReentry(a *Analysis) []Diagnosis {
 			d.Evidence = []string{"no mutex owner was read: the same lock is inferred from the function names on both sides of the signal frame"}
 		}
 		d.Evidence = append(d.Evidence,
-			stackLineN(t, r.sig+3),
-			fmt.Sprintf("signal frame at #%d: handler frames #0–#%d, interrupted frames from #%d", r.sig, r.sig-1, r.sig+1))
+			stackLineN(t, r.below+2),
+			signalSplitText(r))
 		ds = append(ds, d)
 	}
 	return ds
+}
+
+// signalSplitText says where the handler's frames end and the
+// interrupted ones begin, and how that is known.
+func signalSplitText(r reentry) string {
+	if r.byName {
+		return fmt.Sprintf("no `<signal handler called>` frame in the paste (Markdown drops that line, leaving an empty frame): `%s` is a signal handler by its name, so frames #0–#%d ran in the handler and those from #%d were interrupted",
+			frameName(r.waiter.Thread.Stack[r.sig-1]), r.sig-1, r.below)
+	}
+	return fmt.Sprintf("signal frame at #%d: handler frames #0–#%d, interrupted frames from #%d", r.sig, r.sig-1, r.below)
 }

@@ -30,18 +30,6 @@ type forkEvidence struct {
 	marker  string // the child-side frame, when certain
 }
 
-// forkFuncs are fork() and its wrappers, C and Python (funcKey spelling:
-// "_Fork" reads "Fork", "__libc_fork" "libc_fork").
-var forkFuncs = set("fork", "Fork", "libc_fork", "fork_compat", "arch_fork", "os_fork_impl", "os_fork", "os.fork", "posix_fork")
-
-// forkChildMarks run only in the child, inside or right after fork().
-var forkChildMarks = set("PyOS_AfterFork_Child", "malloc_fork_unlock_child", "reclaim_stacks", "PyEval_ReInitThreads",
-	"PyThread_ReInitTLS", "PyImport_ReInitLock", "PyRuntimeState_ReInitThreads")
-
-// forkParentMarks run only in the parent, before the fork: a thread in
-// them is not in a child.
-var forkParentMarks = set("run_prefork_handlers", "PyOS_BeforeFork", "malloc_fork_lock_parent", "PyImport_AcquireLock")
-
 // forkChildFrames reads a stack, innermost first, for the child's side
 // of fork().
 func forkChildFrames(st []stacks.Frame) forkEvidence {
@@ -49,11 +37,14 @@ func forkChildFrames(st []stacks.Frame) forkEvidence {
 	bootstrap := false
 	for _, f := range st {
 		k := funcKey(f)
+		role := frameRole(f)
 		switch {
-		case forkParentMarks[k] && !ev.certain:
+		case role == stacks.RoleForkParent && !ev.certain:
 			return forkEvidence{} // the parent, running its prepare handlers
-		case forkChildMarks[k]:
-			ev.certain, ev.marker = true, frameName(f)
+		case role == stacks.RoleForkChild:
+			if !ev.certain {
+				ev.certain, ev.marker = true, frameName(f)
+			}
 		case k == "run_postfork_handlers" || k == "run_fork_handlers":
 			// glibc runs these in both; gdb shows which in an argument
 			// (who=atfork_run_child)
@@ -68,13 +59,18 @@ func forkChildFrames(st []stacks.Frame) forkEvidence {
 			if bootstrap {
 				return forkEvidence{ok: true, certain: true, frame: frameName(f) + " (multiprocessing popen_fork)", marker: "_bootstrap"}
 			}
-		case forkFuncs[k]:
+		case role == stacks.RoleFork || k == "Fork":
 			ev.ok = true
 			ev.frame = frameName(f)
 			return ev
 		}
 	}
-	return forkEvidence{}
+	if ev.certain {
+		// code that runs only in a child (fork actions, atfork child
+		// handlers) under a fork the paste cut off
+		ev.ok, ev.frame = true, ev.marker
+	}
+	return ev
 }
 
 // pythonMultiprocessing: a frame of multiprocessing's fork start method,
@@ -108,6 +104,10 @@ type loneWaiter struct {
 	// driver is the accelerator driver the thread is stuck in.
 	driver      accelDriver
 	driverFrame stacks.Frame
+	// partial: the paste holds this one thread and may not hold the
+	// process's others; allocator: the lock is an allocator's own.
+	partial   bool
+	allocator string
 }
 
 // loneWaiterOf finds a process whose threads all wait, none runs, exactly
@@ -127,14 +127,15 @@ func (a *Analysis) loneWaiterOf(p *stacks.Process) (loneWaiter, bool) {
 	if !a.Snap.Evidence.Lineage {
 		fork = forkChildSide(p)
 	}
-	if !a.allThreads(p) && !fork.ok {
-		return loneWaiter{}, false
-	}
+	// A paste of one thread may leave out the others; it is still the
+	// thread the reporter found stuck, and a hedged verdict with what
+	// would settle it beats none.
+	partial := !a.allThreads(p) && !fork.ok
 	ws := a.stuckLockWaiters(p)
-	if len(ws) != 1 {
+	if len(ws) != 1 || partial && len(p.Threads) != 1 {
 		return loneWaiter{}, false
 	}
-	lw := loneWaiter{ref: ws[0], id: "self-deadlock", conf: Low, fork: fork}
+	lw := loneWaiter{ref: ws[0], id: "self-deadlock", conf: Low, fork: fork, partial: partial}
 	t := ws[0].Thread
 	switch {
 	case fork.ok:
@@ -163,6 +164,13 @@ func (a *Analysis) loneWaiterOf(p *stacks.Process) (loneWaiter, bool) {
 			}
 		}
 	}
+	if fam := allocatorOfWait(t); fam != "" && signalFrame(t.Stack) < 0 && !a.Snap.Evidence.Lineage {
+		// An allocator holds its lock only while it runs and waits for
+		// nothing inside: a waiter that no thread here releases is in a
+		// child whose parent had another thread inside the allocator at
+		// fork(), or re-entered the allocator itself (a hook).
+		lw.id, lw.allocator = "fork-inherited-lock", fam
+	}
 	return lw, true
 }
 
@@ -186,6 +194,24 @@ func (a *Analysis) forkedSelfRelock(p *stacks.Process) (loneWaiter, bool) {
 		}
 	}
 	return loneWaiter{}, false
+}
+
+// allocatorOfWait names the allocator whose lock a thread waits for: the
+// lock is taken from inside a lock-holding allocator's frames (the few
+// callers of the wait), "" otherwise.
+func allocatorOfWait(t *stacks.Thread) string {
+	_, caller := waitOf(t)
+	for i := caller; i < min(caller+5, len(t.Stack)); i++ {
+		if heldFamily(t.Stack[i]) == "malloc" {
+			return "malloc"
+		}
+	}
+	for _, f := range t.Stack[:min(caller, len(t.Stack))] {
+		if r := nativeRow(f); r != nil && r.Role.IsLock() && strings.Contains(r.Library, "malloc") {
+			return "malloc" // jemalloc's, tcmalloc's own lock functions
+		}
+	}
+	return ""
 }
 
 // driverInStack finds the innermost frame of an accelerator driver, by
@@ -213,7 +239,10 @@ func (a *Analysis) loneWaiterDiagnosis(lw loneWaiter) Diagnosis {
 	lock := waitLockName(t)
 	site := waitSite(t)
 	only := "every other thread of the process waits too (for a lock or a join) and none runs"
-	if len(p.Threads) == 1 {
+	switch {
+	case lw.partial:
+		only = "it is the only thread in the paste, the one found stuck"
+	case len(p.Threads) == 1:
 		only = fmt.Sprintf("it is the only thread of process %d", p.Pid)
 	}
 	d := Diagnosis{
@@ -226,7 +255,14 @@ func (a *Analysis) loneWaiterDiagnosis(lw loneWaiter) Diagnosis {
 	switch lw.id {
 	case "fork-inherited-lock":
 		d.Refs = forkRefs
-		if lw.fork.ok {
+		if lw.allocator != "" {
+			d.Summary = fmt.Sprintf("%s waits for %s in %s, an allocator's own lock, and no thread in sight holds it: an allocator holds its lock only while it runs, so process %d is most likely a forked child whose parent had another thread inside the allocator at fork()",
+				threadLabel(t), lock, site, p.Pid)
+			d.Chain = []string{waits, only,
+				"an allocator takes this lock only inside its own functions and waits for nothing while it holds it, so its holder is a thread that does not run here",
+				"most likely a thread of the parent at fork(): fork() copied the lock locked into the child (or the thread re-entered the allocator from a hook or a signal handler)"}
+			d.Evidence = append(d.Evidence, "no lineage was read: whether the process is a forked child (its parent pid, the fork frames cut from the paste) would settle it")
+		} else if lw.fork.ok {
 			d.Summary = fmt.Sprintf("process %d is a forked child by its frames (its only thread is inside `%s`): %s waits for %s in %s that no thread of the child can release; a lock a parent thread held at fork() stays locked in the child",
 				p.Pid, lw.fork.frame, threadLabel(t), lock, site)
 			how := fmt.Sprintf("the stack goes through `%s`", lw.fork.frame)
@@ -271,6 +307,9 @@ func (a *Analysis) loneWaiterDiagnosis(lw loneWaiter) Diagnosis {
 		} else {
 			d.Summary += " (or its holder exited, or the process is a forked child)"
 		}
+	}
+	if lw.partial {
+		d.Evidence = append(d.Evidence, "the paste holds only this thread: the other threads' stacks (gdb `thread apply all bt`) would show whether one of them holds the lock")
 	}
 	d.Evidence = append(d.Evidence, "no mutex owner was read: the verdict rests on frame names and thread states")
 	return d

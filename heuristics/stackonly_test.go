@@ -161,13 +161,26 @@ func TestForkChildPythonFrames(t *testing.T) {
 }
 
 // A pasted `thread apply all bt` whose one thread is the main one lists
-// every thread; one whose one thread is not may be a single `bt`.
+// every thread; one whose one thread is not may be a single `bt`: its
+// verdict says so and what would settle it.
 func TestLoneWaiterNeedsTheMainThread(t *testing.T) {
 	d := one(t, "self-deadlock", pasted(proc(700, thread(700, "main", mutexFrames("update", "main")...))))
 	has(t, "summary", d.Summary, "it most likely holds it already", "or its holder exited")
 	has(t, "chain", d.Chain[1], "the only thread of process 700")
-	none(t, "self-deadlock", pasted(proc(700, thread(701, "worker", mutexFrames("update")...))))
-	none(t, "self-deadlock", pasted(proc(0, thread(0, "", mutexFrames("update", "main")...))))
+	for _, snap := range []*stacks.Snapshot{
+		pasted(proc(700, thread(701, "worker", mutexFrames("update")...))),
+		pasted(proc(0, thread(0, "", mutexFrames("update", "main")...))),
+	} {
+		d := one(t, "self-deadlock", snap)
+		has(t, "chain", d.Chain[1], "the only thread in the paste")
+		has(t, "evidence", strings.Join(d.Evidence, "\n"), "the paste holds only this thread")
+		if d.Confidence != Low {
+			t.Errorf("one thread's bt: confidence %s, want low", d.Confidence)
+		}
+	}
+	// a second pasted thread that is not the main one: still not every
+	// thread, and two lone waiters are no lone waiter
+	none(t, "self-deadlock", pasted(proc(700, thread(701, "worker", mutexFrames("update")...), thread(702, "other", mutexFrames("update")...))))
 }
 
 // A known issue's frames choose the verdict of a lone waiter: a lock

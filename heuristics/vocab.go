@@ -13,6 +13,9 @@ import (
 // status says what it waits on better than its frames, and go_facts
 // reads that.
 func nativeRow(f stacks.Frame) *stacks.VocabRow {
+	if stacks.IsPythonFrame(f) {
+		return nil // a Python function named wait or lock is not libc's
+	}
 	r := stacks.FrameRow(f)
 	if r == nil || r.Runtime != "" {
 		return nil

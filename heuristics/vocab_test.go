@@ -10,7 +10,7 @@ import (
 // blocked in a lock of a library hangdoc does not know (acme's
 // SpinMutex), under a bare syscall.
 func acmeStuck() *stacks.Snapshot {
-	return pasted(proc(700, thread(700, "acme", "syscall", "acme::SpinMutex::acquire()", "acme::Registry::add(int)", "main")))
+	return pasted(proc(700, thread(700, "acme", "syscall", "acme::Gate::enter()", "acme::Registry::add(int)", "main")))
 }
 
 // TestNewLockFamilyIsOneRow: teaching hangdoc a lock family is one row
@@ -24,7 +24,7 @@ func TestNewLockFamilyIsOneRow(t *testing.T) {
 		}
 	}
 	v, err := stacks.BuiltinVocabulary().WithRows([]byte(`{"rows": [
-		{"family": "acme::SpinMutex", "library": "acme", "role": "acquire", "funcs": ["acme::SpinMutex::acquire"],
+		{"family": "acme::Gate", "library": "acme", "role": "acquire", "funcs": ["acme::Gate::enter"],
 		 "lock_arg": ["this"], "recursive": "no", "owner": "none"}]}`))
 	if err != nil {
 		t.Fatal(err)

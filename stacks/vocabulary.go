@@ -37,11 +37,16 @@ const (
 	RoleSigwait    Role = "sigwait"    // waits for a signal
 	RoleYield      Role = "yield"      // gives the CPU away and runs again
 	RoleHolds      Role = "holds"      // a library function that holds a lock of its own while it runs
+	RoleSigframe   Role = "sigframe"   // the kernel's signal frame, by name (__restore_rt)
+	RoleHandler    Role = "handler"    // a signal handler, by its name
+	RoleFork       Role = "fork"       // fork() and its callers, which go on in both processes
+	RoleForkChild  Role = "forkchild"  // runs only in the child of fork()
+	RoleForkParent Role = "forkparent" // runs only in the parent, before fork()
 )
 
 var roles = map[Role]bool{RoleAcquire: true, RoleSpin: true, RoleOnce: true, RoleCond: true, RoleJoin: true, RolePark: true, RoleSyscall: true,
 	RoleChannel: true, RoleCollective: true, RoleGIL: true, RoleIO: true, RoleSleep: true, RoleChild: true, RoleSigwait: true,
-	RoleYield: true, RoleHolds: true}
+	RoleYield: true, RoleHolds: true, RoleSigframe: true, RoleHandler: true, RoleFork: true, RoleForkChild: true, RoleForkParent: true}
 
 // IsLock reports whether a frame of this role waits for a lock that some
 // thread holds (a once-initialiser is held by the thread running it).
