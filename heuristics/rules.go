@@ -16,6 +16,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"reflect"
 	"regexp"
 	"regexp/syntax"
 	"strings"
@@ -212,8 +213,36 @@ func jsonError(data []byte, base int64, err error) error {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return errors.New("empty or truncated JSON")
 	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		where := "the file"
+		if te.Field != "" {
+			where = fmt.Sprintf("%q", te.Field)
+		}
+		line, col := lineCol(data, base+te.Offset)
+		return fmt.Errorf("line %d, column %d: %s is a JSON %s, want %s (docs/rules.md has the schema and an example)",
+			line, col, where, te.Value, jsonWant(te))
+	}
 	msg := strings.TrimPrefix(err.Error(), "json: ")
 	return errors.New(msg)
+}
+
+// jsonWant says what JSON value a Go type takes, for a type error.
+func jsonWant(te *json.UnmarshalTypeError) string {
+	if te.Field == "" {
+		return `an object: {"rules": [...]}`
+	}
+	switch te.Type.Kind() {
+	case reflect.Slice:
+		return "a list"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	}
+	return te.Type.String()
 }
 
 func lineCol(data []byte, off int64) (int, int) {

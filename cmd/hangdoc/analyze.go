@@ -38,6 +38,11 @@ Several files are read as one snapshot (one per rank or host): a rank that is
 not where the others are is named.
 
 Formats: ` + strings.Join(stacks.Formats(), ", ") + `, and ELF cores.`,
+		Example: `  hangdoc analyze dump.txt                   # a pasted gdb, lldb, goroutine, py-spy … dump
+  pbpaste | hangdoc analyze -                # from the clipboard
+  hangdoc analyze core.4711 --exe ./server   # a core file and the executable it ran
+  hangdoc analyze hang.*.json                # one snapshot per rank or host, together
+  hangdoc analyze --input-format gdb bt.log  # when the format is not recognised`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usageError{fmt.Errorf("analyze needs a file, or - for standard input (see `hangdoc analyze --help`)")}
@@ -90,6 +95,10 @@ func (opts *analyzeOptions) read(name string, ios *ioStreams) (*stacks.Snapshot,
 		return snap, nil
 	}
 	r := ios.in
+	if name == "-" && ios.inIsTerminal {
+		// Nothing is piped in: say what hangdoc waits for.
+		fmt.Fprintln(ios.errOut, "hangdoc: reading from stdin… (paste the dump, then Ctrl-D)")
+	}
 	if name != "-" {
 		f, err := os.Open(name)
 		if errors.Is(err, fs.ErrNotExist) {

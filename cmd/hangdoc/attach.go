@@ -49,6 +49,13 @@ each thread is stopped only to copy its registers, then the goroutines are
 read from memory while it runs; --threads adds its OS threads.
 
 Needs ptrace permission over the target: root, or CAP_SYS_PTRACE.`,
+		Example: `  sudo hangdoc attach 4711                        # one process
+  sudo hangdoc attach --tree 4700                 # a process and all its children
+  sudo hangdoc attach 4711 4712                   # several, in one snapshot
+  sudo hangdoc attach --samples 10 --interval 200ms 4711
+  sudo hangdoc attach --format markdown 4711 > hang.md   # to paste into an issue
+  sudo hangdoc attach --format json $(pgrep -x server) > hang.$(hostname).json`,
+		ValidArgsFunction: completePids,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usageError{fmt.Errorf("attach needs a process id (see `hangdoc attach --help`)")}
@@ -80,6 +87,9 @@ Needs ptrace permission over the target: root, or CAP_SYS_PTRACE.`,
 func runAttach(ctx context.Context, opts *attachOptions, ios *ioStreams) error {
 	if opts.samples < 1 || opts.samples > 1000 {
 		return usageError{fmt.Errorf("--samples %d: want 1 to 1000", opts.samples)}
+	}
+	if opts.interval <= 0 {
+		return usageError{fmt.Errorf("--interval %v: want more than 0, e.g. 200ms", opts.interval)}
 	}
 	rules, err := opts.check()
 	if err != nil {

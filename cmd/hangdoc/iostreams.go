@@ -13,6 +13,7 @@ type ioStreams struct {
 	in            io.Reader
 	out, errOut   io.Writer
 	outIsTerminal bool
+	inIsTerminal  bool
 	exitCode      int
 	// leftOut is set when a process named on the command line could not
 	// be read: a report on the others that names no hang exits
@@ -26,14 +27,18 @@ func systemStreams() *ioStreams {
 		out:           os.Stdout,
 		errOut:        os.Stderr,
 		outIsTerminal: isatty.IsTerminal(os.Stdout.Fd()),
+		inIsTerminal:  isatty.IsTerminal(os.Stdin.Fd()),
 	}
 }
 
 // colorEnabled resolves --color for standard output.
 func (s *ioStreams) colorEnabled(mode string) bool { return colorFor(mode, s.outIsTerminal) }
 
-// colorFor resolves --color=auto|always|never with NO_COLOR
-// (no-color.org): auto means color only on a terminal.
+// colorFor resolves --color=auto|always|never. auto follows the
+// environment's conventions, the first that applies: NO_COLOR set and
+// not empty turns color off (no-color.org: an empty one does not);
+// CLICOLOR_FORCE set and not "0" turns it on, even into a pipe;
+// CLICOLOR=0 or TERM=dumb turn it off; else color only on a terminal.
 func colorFor(mode string, terminal bool) bool {
 	switch mode {
 	case "always":
@@ -41,7 +46,13 @@ func colorFor(mode string, terminal bool) bool {
 	case "never":
 		return false
 	}
-	if _, set := os.LookupEnv("NO_COLOR"); set {
+	if os.Getenv("NO_COLOR") != "" {
+		return false
+	}
+	if v, set := os.LookupEnv("CLICOLOR_FORCE"); set && v != "0" {
+		return true
+	}
+	if os.Getenv("CLICOLOR") == "0" || os.Getenv("TERM") == "dumb" {
 		return false
 	}
 	return terminal

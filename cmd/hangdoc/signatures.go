@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -17,20 +18,40 @@ import (
 type signaturesOptions struct {
 	format string
 	rules  string
+	id     string // explain this one signature or known issue
 }
 
 func newSignaturesCmd(ios *ioStreams) *cobra.Command {
 	opts := &signaturesOptions{}
 	cmd := &cobra.Command{
-		Use:   "signatures",
+		Use:   "signatures [ID]",
 		Short: "List the hang signatures and known issues hangdoc recognises",
 		Long: `signatures lists every entry of hangdoc's catalogue (its stable id, what it
 names, why it hangs, the fix) and every known-issue rule that refines one (the
-ids it refines, the upstream bug, the fix, links). With --rules FILE, the
-rules of FILE are checked and listed too, after the built-in ones; a rule of
-FILE with a built-in rule's id replaces it.`,
-		Args: cobra.NoArgs,
+ids it refines, what it matches, the upstream bug, the fix, links). With an
+ID (a signature's or a known issue's, as a report names it), it explains that
+one and the known issues that refine it. With --rules FILE, the rules of FILE
+are checked and listed too, after the built-in ones; a rule of FILE with a
+built-in rule's id replaces it (docs/rules.md has the schema).`,
+		Example: `  hangdoc signatures                       # the whole catalogue
+  hangdoc signatures lock-order-cycle      # what a verdict means and how to fix it
+  hangdoc signatures --format json         # for tools: ids, titles, fixes, rules' matchers
+  hangdoc signatures --rules myrules.json  # check your own rules file`,
+		Args: cobra.MaximumNArgs(1),
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+			if len(args) > 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var ids []string
+			for _, s := range heuristics.Catalogue {
+				ids = append(ids, s.ID+"\t"+s.Title)
+			}
+			return ids, cobra.ShellCompDirectiveNoFileComp
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				opts.id = args[0]
+			}
 			return runSignatures(opts, ios)
 		},
 	}
@@ -50,15 +71,12 @@ type signatureEntry struct {
 	Rank    int    `json:"rank"`
 }
 
-// knownIssueEntry is one known-issue rule in `signatures --format json`.
+// knownIssueEntry is one known-issue rule in `signatures --format json`:
+// the rule as a --rules file gives it (docs/rules.md), and its source.
 type knownIssueEntry struct {
-	ID      string   `json:"id"`
-	Base    []string `json:"base"`
-	Title   string   `json:"title"`
-	Explain string   `json:"explain,omitempty"`
-	Fix     string   `json:"fix"`
-	Links   []string `json:"links"`
-	Source  string   `json:"source"`
+	heuristics.Rule
+	Links  []string `json:"links"`
+	Source string   `json:"source"`
 }
 
 func runSignatures(opts *signaturesOptions, ios *ioStreams) error {
@@ -91,7 +109,12 @@ func runSignatures(opts *signaturesOptions, ios *ioStreams) error {
 		if links == nil {
 			links = []string{}
 		}
-		doc.KnownIssues = append(doc.KnownIssues, knownIssueEntry{ID: r.ID, Base: r.Base, Title: r.Title, Explain: r.Explain, Fix: r.Fix, Links: links, Source: r.Source})
+		doc.KnownIssues = append(doc.KnownIssues, knownIssueEntry{Rule: r, Links: links, Source: r.Source})
+	}
+	if opts.id != "" {
+		if err := onlyID(opts.id, &doc.Signatures, &doc.KnownIssues); err != nil {
+			return err
+		}
 	}
 	if opts.format == "json" {
 		enc := json.NewEncoder(ios.out)
@@ -99,6 +122,35 @@ func runSignatures(opts *signaturesOptions, ios *ioStreams) error {
 		return enc.Encode(doc)
 	}
 	return writeSignaturesText(ios.out, doc.Signatures, doc.KnownIssues)
+}
+
+// onlyID keeps the signature id names and the known issues that refine
+// it, or the known issue id names and the signatures it refines.
+func onlyID(id string, sigs *[]signatureEntry, rules *[]knownIssueEntry) error {
+	var keepSigs []signatureEntry
+	var keepRules []knownIssueEntry
+	for _, s := range *sigs {
+		if s.ID == id {
+			keepSigs = append(keepSigs, s)
+		}
+	}
+	for _, r := range *rules {
+		if r.ID == id || len(keepSigs) > 0 && slices.Contains(r.Base, id) {
+			keepRules = append(keepRules, r)
+		}
+	}
+	if len(keepSigs) == 0 && len(keepRules) == 0 {
+		return usageError{fmt.Errorf("%q is no signature or known issue (`hangdoc signatures` lists them)", id)}
+	}
+	if len(keepSigs) == 0 {
+		for _, s := range *sigs {
+			if slices.Contains(keepRules[0].Base, s.ID) {
+				keepSigs = append(keepSigs, s)
+			}
+		}
+	}
+	*sigs, *rules = keepSigs, keepRules
+	return nil
 }
 
 func writeSignaturesText(w io.Writer, sigs []signatureEntry, rules []knownIssueEntry) error {
@@ -115,6 +167,7 @@ func writeSignaturesText(w io.Writer, sigs []signatureEntry, rules []knownIssueE
 		fmt.Fprintf(&b, "\n%s\n", r.ID)
 		wrapSignatureText(&b, "  ", r.Title+".")
 		wrapSignatureText(&b, "  refines: ", strings.Join(r.Base, ", "))
+
 		if r.Source != "" && r.Source != "built-in" {
 			fmt.Fprintf(&b, "  from %s\n", report.Sanitize(r.Source))
 		}
