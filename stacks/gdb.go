@@ -94,6 +94,8 @@ type gdbThread struct {
 	lastNo   int // number of the last frame read, -1 before any
 	rawFirst string
 	hasAddr  []bool
+	pyBT     bool // under "Traceback (most recent call first):" (py-bt)
+	srcNext  bool // a py-bt frame was read: its source line may follow
 }
 
 type gdbParser struct {
@@ -191,6 +193,9 @@ func (p *gdbParser) item(i int, l textLine) int {
 			p.header(l, nil)
 			return i
 		}
+	}
+	if p.pyBT(l) {
+		return i
 	}
 	if p.cur != nil && len(p.cur.t.Stack) > 0 && l.indent >= 2 {
 		return i // a `bt full` local, indented under its frame
@@ -862,4 +867,43 @@ func markInlined(gt *gdbThread) {
 func (p *gdbParser) emptyError() error {
 	return nothingRead(p.firstText, p.skipped, "empty input: no gdb backtrace",
 		`not a gdb backtrace: no frame ("#0  …") or thread header ("Thread 2 (…):")`)
+}
+
+// pyBT reads gdb's `py-bt` (CPython's gdb extension): "Traceback (most
+// recent call first):" under a thread header, then `File "…", line N,
+// in f` frames (each followed by its source line) and `<built-in method
+// …>` frames, most recent first like gdb's own.
+func (p *gdbParser) pyBT(l textLine) bool {
+	t := l.text
+	if t == "Traceback (most recent call first):" || t == "Unable to locate python frame" {
+		if p.cur == nil {
+			p.cur = p.implicitThread()
+		}
+		p.cur.pyBT = true
+		return true
+	}
+	if p.cur == nil || !p.cur.pyBT {
+		return false
+	}
+	if f, ok := pyTracebackFrame(t); ok {
+		p.cur.t.Stack = append(p.cur.t.Stack, f)
+		p.cur.hasAddr = append(p.cur.hasAddr, false)
+		p.cur.srcNext = true
+		return true
+	}
+	if strings.HasPrefix(t, "<built-in method ") || strings.HasPrefix(t, "<built-in function ") || strings.HasPrefix(t, "Waiting for the GIL") || strings.HasPrefix(t, "(frame information optimized out)") {
+		name := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(t, "<built-in method "), "<built-in function "), ">")
+		if i := strings.Index(name, " of "); i > 0 {
+			name = name[:i]
+		}
+		p.cur.t.Stack = append(p.cur.t.Stack, Frame{Func: name})
+		p.cur.hasAddr = append(p.cur.hasAddr, false)
+		p.cur.srcNext = false
+		return true
+	}
+	if p.cur.srcNext && l.indent >= 4 {
+		p.cur.srcNext = false
+		return true // the frame's source line
+	}
+	return false
 }

@@ -24,6 +24,9 @@ type Format struct {
 	// holding several dumps is cut there (split.go). Only a header no
 	// other format prints may say yes.
 	Begins func(line, next string) bool
+	// Fallback marks a reader of last resort: detection picks it only
+	// when no other format recognises the input.
+	Fallback bool
 }
 
 var formats []*Format
@@ -79,12 +82,21 @@ func Parse(r io.Reader, name string) (*Snapshot, []Skipped, string, error) {
 // detect picks the format whose Sniff scores highest; ties go to the one
 // registered first.
 func detect(head []byte) *Format {
-	var best *Format
+	var best, fallback *Format
 	bestScore := 0
 	for _, f := range formats {
+		if f.Fallback {
+			if fallback == nil && f.Sniff(head) > 0 {
+				fallback = f
+			}
+			continue
+		}
 		if s := f.Sniff(head); s > bestScore {
 			best, bestScore = f, s
 		}
+	}
+	if best == nil {
+		return fallback
 	}
 	return best
 }

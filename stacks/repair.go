@@ -148,7 +148,7 @@ var (
 	journalRE     = regexp.MustCompile(`^(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?) \S+ [^\s:\[]+(?:\[\d+\])?: ?`)
 	journalMetaRE = regexp.MustCompile(`^-- (?:Logs begin at |Journal begins at |Boot [0-9a-f]+ --|No entries --|Reboot --)`)
 	// other time stamps that lead a log line
-	stampRE = regexp.MustCompile(`^(?:\[\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z| ?[+-]\d\d:?\d\d)?\]|\d\d:\d\d:\d\d[.,]\d+|\[\s*\d+\.\d+\]|\[\d\d:\d\d:\d\d(?:[.,]\d+)?\]) ?`)
+	stampRE = regexp.MustCompile(`^(?:\[\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z| ?[+-]\d\d:?\d\d)?\]|\d\d:\d\d:\d\d[.,]\d+|\[\s*\d+\.\d+\]|\[\d\d:\d\d:\d\d(?:[.,]\d+)?(?: [A-Z]{2,5})?\])(?:\s+\[[\w:./-]{1,40}\](?: +|$))? ?`)
 	grepRE  = regexp.MustCompile(`^(\d+)([:-])`)
 	// a reader's mark on a line: "<-- holds the lock", "--->>> takes B", "// here"
 	annotRE      = regexp.MustCompile(`\s+(?:<-{1,}|<={1,}|←|-{2,}>+|={2,}>+|//)\s*[^\s)].*$|\s+(?:<-{2,}|←)\s*$`)

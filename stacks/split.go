@@ -40,15 +40,16 @@ var (
 // is the line after it (a JSON snapshot's "{" is told by its schema),
 // cur the format of the piece being read.
 func begins(t, next, cur string) string {
+	next1, _, _ := strings.Cut(next, "\n")
 	switch {
 	case t == "":
 		return ""
 	case t == "{":
-		if strings.HasPrefix(strings.TrimSpace(next), `"schema": "hangdoc/`) {
+		if strings.HasPrefix(strings.TrimSpace(next1), `"schema": "hangdoc/`) {
 			return "hangdoc-json"
 		}
 	case t == "[":
-		if n := strings.TrimSpace(next); n == "{" || strings.HasPrefix(n, `{"pid"`) {
+		if n := strings.TrimSpace(next1); n == "{" || strings.HasPrefix(n, `{"pid"`) {
 			return "py-spy" // py-spy dump --json
 		}
 	case t[0] == '#' && cur != "gdb" && cur != "":
@@ -62,7 +63,7 @@ func begins(t, next, cur string) string {
 			return "spindump"
 		}
 	case t == "Traceback (most recent call last):":
-		if strings.Contains(next, `File "<string>", line 1, in <module>`) && cur != "" {
+		if strings.Contains(next, "'lldb.embedded_interpreter'") {
 			return "lldb" // lldb's Python failing as it starts, before its session
 		}
 	case t[0] == 'A' || t[0] == 'C' || t[0] == 'G' || t[0] == '[':
@@ -90,7 +91,7 @@ func begins(t, next, cur string) string {
 		if beginLLDBRE.MatchString(t) {
 			return "lldb"
 		}
-		if beginPySpyRE.MatchString(t) && strings.Contains(next, "Python v") {
+		if beginPySpyRE.MatchString(t) && strings.Contains(next1, "Python v") {
 			return "py-spy"
 		}
 	case strings.HasPrefix(t, "PID "):
@@ -107,7 +108,7 @@ func begins(t, next, cur string) string {
 		}
 	}
 	for _, f := range formats {
-		if f.Begins != nil && f.Name != cur && f.Begins(t, next) {
+		if f.Begins != nil && f.Name != cur && f.Begins(t, next1) {
 			return f.Name
 		}
 	}
@@ -216,6 +217,18 @@ func (s *pieceSource) fill(n int) bool {
 	return len(s.ahead) >= n
 }
 
+// nextText gives the two lines after ahead line i, for begins.
+func (s *pieceSource) nextText(i int) string {
+	s.fill(i + 3)
+	switch {
+	case i+2 < len(s.ahead):
+		return s.ahead[i+1].text + "\n" + s.ahead[i+2].text
+	case i+1 < len(s.ahead):
+		return s.ahead[i+1].text
+	}
+	return ""
+}
+
 // head returns the repaired start of the input, at most max bytes, for
 // detection; its lines stay ahead for the first piece.
 func (s *pieceSource) head(max int) []byte {
@@ -278,9 +291,7 @@ func (p *piece) advance() bool {
 	if t != "" {
 		next := ""
 		if t == "{" || t == "[" || t[0] == 'T' || strings.HasPrefix(t, "Process ") {
-			if p.src.fill(2) {
-				next = p.src.ahead[1].text
-			}
+			next = p.src.nextText(0)
 		}
 		b := ""
 		if !p.forced {
@@ -343,11 +354,7 @@ func (s *pieceSource) firstFormat() *Format {
 		if t == "" {
 			continue
 		}
-		next := ""
-		if i+1 < len(s.ahead) {
-			next = s.ahead[i+1].text
-		}
-		if b := begins(t, next, ""); b != "" {
+		if b := begins(t, s.nextText(i), ""); b != "" {
 			if f := detect(head[:min(size-len(l.text)-1, len(head))]); f != nil && size > len(l.text)+1 {
 				return f
 			}

@@ -1,0 +1,225 @@
+package stacks
+
+import (
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// The frame-list reader: the last resort for a paste no tool's reader
+// knows, which still holds stacks. People abridge stacks by hand (one
+// function a line, a tree drawn with └─), and tools hangdoc has no reader
+// for print them plainly: Abseil's and glog's "@ 0x… func", bcc's
+// deadlock detector ("0x… func"), gdb frames without their "#N", Arm
+// DDT's merged-stack CSV ("procs,threads,func (file:line)"), Delve's
+// "N  0x… in func / at file:line". Every run of frame lines is a thread,
+// named by the line before it; a tree whose first frame is an entry point
+// (main, _start, start_thread) is read outermost first and turned over.
+// It is detected only when no other format recognises the input.
+
+func init() {
+	registerFormat(&Format{Name: "frames", Sniff: sniffFrames, Parse: ParseFrames, Fallback: true})
+}
+
+var (
+	flTreeRE    = regexp.MustCompile(`^(?:[│|├└┣┗╰\\+` + "`" + `─-]+\s*)+`)
+	flAtRE      = regexp.MustCompile(`^@\s+0x[0-9a-fA-F]+\s+(?:\d+\s+)?(\S.*)$`)
+	flPCRE      = regexp.MustCompile(`^(?:\d+\s+)?0x[0-9a-fA-F]+(?:\s+in)?\s+(\S.*)$`)
+	flGDBRE     = regexp.MustCompile(`^([^\s(]+) \(.*\)(?: (?:at (\S+):(\d+)|from (\S+)))?$`)
+	flFileRE    = regexp.MustCompile(`^([^\s(]+) \((\S+?):(\d+)\)$`)
+	flBareRE    = regexp.MustCompile(`^[A-Za-z_$][\w:.~<>$()*\[\]]*(?:\+0x[0-9a-f]+)?$`)
+	flCSVRE     = regexp.MustCompile(`^\d+,\d+,(\s*)(\S.*)$`)
+	flAtFileRE  = regexp.MustCompile(`^at (\S+):(\d+)$`)
+	flThreadRE  = regexp.MustCompile(`\b(?:[Tt]hread|[Gg]oroutine|LWP|tid|TID)[ #=:]*(\d+)`)
+	flEntryFunc = map[string]bool{"main": true, "_start": true, "start_thread": true, "clone": true, "clone3": true, "__libc_start_main": true, "runtime.main": true, "runtime.goexit": true, "<module>": true}
+)
+
+// sniffFrames counts the lines that read as frames.
+func sniffFrames(head []byte) int {
+	n := 0
+	for _, line := range strings.Split(string(sniffText(head)), "\n") {
+		if _, ok := frameListLine(strings.TrimSpace(line)); ok {
+			n++
+		}
+	}
+	if n < 2 {
+		return 0
+	}
+	return n
+}
+
+// frameListLine reads one line as a frame.
+func frameListLine(t string) (Frame, bool) {
+	if t == "" {
+		return Frame{}, false
+	}
+	if m := flCSVRE.FindStringSubmatch(t); m != nil {
+		t = m[2]
+	}
+	if m := flTreeRE.FindStringIndex(t); m != nil && m[1] < len(t) {
+		t = strings.TrimSpace(t[m[1]:])
+	}
+	var pc uint64
+	if m := flAtRE.FindStringSubmatch(t); m != nil {
+		pc = leadingPC(t[1:])
+		t = m[1]
+	} else if m := flPCRE.FindStringSubmatch(t); m != nil {
+		pc = leadingPC(t)
+		t = m[1]
+	}
+	f := Frame{PC: pc}
+	switch m := flGDBRE.FindStringSubmatch(t); {
+	case m != nil && !strings.Contains(m[1], ","):
+		f.Func, f.File, f.Module = m[1], m[2], m[4]
+		f.Line, _ = strconv.Atoi(m[3])
+		if fm := flFileRE.FindStringSubmatch(t); fm != nil && f.File == "" {
+			f.File = fm[2]
+			f.Line, _ = strconv.Atoi(fm[3])
+		}
+		return f, true
+	case flBareRE.MatchString(t) && (pc != 0 || strings.ContainsAny(t, "_.:(") || strings.Contains(t, "::")):
+		f.Func = strings.TrimSuffix(t, "()")
+		if i := strings.Index(f.Func, "+0x"); i > 0 {
+			f.Func = f.Func[:i]
+		}
+		f.Func = Demangle(f.Func)
+		return f, true
+	case pc != 0 && !strings.Contains(t, "  "):
+		// "0x… func (args) …" that is no known spelling: the first word
+		f.Func = Demangle(strings.Fields(t)[0])
+		return f, true
+	}
+	return Frame{}, false
+}
+
+func leadingPC(s string) uint64 {
+	s = strings.TrimSpace(s)
+	if i := strings.Index(s, "0x"); i >= 0 {
+		s = s[i+2:]
+		end := 0
+		for end < len(s) && isHex(s[end]) {
+			end++
+		}
+		v, _ := strconv.ParseUint(s[:end], 16, 64)
+		return v
+	}
+	return 0
+}
+
+// ParseFrames reads a list of frames in no tool's format (see above).
+func ParseFrames(r io.Reader) (*Snapshot, []Skipped, error) {
+	p := &flParser{proc: &Process{}}
+	readErr := scanTextLines(r, p.line)
+	p.end()
+	var snap *Snapshot
+	if len(p.proc.Threads) > 0 {
+		snap = &Snapshot{Schema: Schema, Source: "frames", Samples: 1, Processes: []*Process{p.proc}}
+		p.proc.Notes = append(p.proc.Notes, "read as a plain list of frames: no thread ids, states or lock addresses; a tool's own dump (gdb `thread apply all bt`, `kill -QUIT` for Go, `py-spy dump --native`, jstack) says more")
+	}
+	snap, err := readResult(snap, readErr, func() error {
+		return nothingRead(p.track.firstText, p.track.skipped, "no frames in the input", "no frames found")
+	})
+	return snap, p.track.skipped, err
+}
+
+type flParser struct {
+	proc   *Process
+	track  lineTrack
+	cur    []Frame
+	indent []int
+	header string
+	csv    bool
+	// a DDT tree: the path of frames from the root to the current line
+	path    []Frame
+	pathInd []int
+	pathN   string
+}
+
+func (p *flParser) line(l textLine) {
+	if !p.track.next(l) {
+		if l.text == "" {
+			p.end()
+		}
+		return
+	}
+	if m := flCSVRE.FindStringSubmatch(l.text); m != nil {
+		p.csvLine(l, m)
+		return
+	}
+	if f, ok := frameListLine(l.text); ok {
+		p.cur = append(p.cur, f)
+		p.indent = append(p.indent, l.indent)
+		return
+	}
+	if m := flAtFileRE.FindStringSubmatch(l.text); m != nil && len(p.cur) > 0 {
+		last := &p.cur[len(p.cur)-1]
+		last.File = m[1]
+		last.Line, _ = strconv.Atoi(m[2])
+		return
+	}
+	p.end()
+	p.header = l.text
+	p.track.skip(l.no, "not a frame")
+}
+
+// csvLine reads a line of DDT's merged stacks: each leaf of the tree is
+// a thread, its path from the root its stack.
+func (p *flParser) csvLine(l textLine, m []string) {
+	f, ok := frameListLine(l.text)
+	if name := strings.TrimSpace(m[2]); !ok && flBareRE.MatchString(name) {
+		f, ok = Frame{Func: name}, true // "poll": a bare name is a frame in the tree
+	}
+	if !ok {
+		p.track.skip(l.no, "not a frame")
+		return
+	}
+	depth := len(m[1])
+	for len(p.pathInd) > 0 && p.pathInd[len(p.pathInd)-1] >= depth {
+		p.leaf()
+		p.path, p.pathInd = p.path[:len(p.path)-1], p.pathInd[:len(p.pathInd)-1]
+	}
+	p.path = append(p.path, f)
+	p.pathInd = append(p.pathInd, depth)
+	p.pathN = l.text[:strings.IndexByte(l.text, ',')]
+	p.csv = true
+}
+
+// leaf makes a thread of the current path when its last frame is a leaf
+// (no deeper line came after it).
+func (p *flParser) leaf() {
+	if !p.csv || len(p.path) == 0 {
+		return
+	}
+	st := make([]Frame, len(p.path))
+	for i, f := range p.path {
+		st[len(p.path)-1-i] = f
+	}
+	p.proc.Threads = append(p.proc.Threads, &Thread{Name: p.pathN + " processes", Stack: st})
+	p.csv = false // only the deepest frame of a branch is a leaf
+}
+
+func (p *flParser) end() {
+	for len(p.path) > 0 {
+		p.leaf()
+		p.path, p.pathInd = p.path[:len(p.path)-1], p.pathInd[:len(p.pathInd)-1]
+	}
+	if len(p.cur) == 0 {
+		return
+	}
+	st := p.cur
+	if flEntryFunc[FuncBase(st[0].Func)] && len(st) > 1 && !flEntryFunc[FuncBase(st[len(st)-1].Func)] {
+		for i, j := 0, len(st)-1; i < j; i, j = i+1, j-1 {
+			st[i], st[j] = st[j], st[i]
+		}
+	}
+	t := &Thread{Stack: st}
+	if p.header != "" {
+		t.Name = clipText(strings.TrimSuffix(p.header, ":"), 120)
+		if m := flThreadRE.FindStringSubmatch(p.header); m != nil {
+			t.Tid, _ = strconv.Atoi(m[1])
+		}
+	}
+	p.proc.Threads = append(p.proc.Threads, t)
+	p.cur, p.indent, p.header = nil, nil, ""
+}
