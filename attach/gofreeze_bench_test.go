@@ -145,8 +145,12 @@ func BenchmarkGoFreeze(b *testing.B) {
 		run  func(b *testing.B) goFreezeRun
 	}{
 		{"none", func(b *testing.B) goFreezeRun { time.Sleep(idleFor); return goFreezeRun{wall: idleFor} }},
-		{"hangdoc", hangdocGo(p.Pid, 1)},
-		{"hangdoc-3samples", hangdocGo(p.Pid, 3)},
+		{"hangdoc", hangdocGo(p.Pid, 1, false)},
+		{"hangdoc-3samples", hangdocGo(p.Pid, 3, false)},
+		// The same process read without its DWARF, as a go test binary
+		// is read (goproc's layout reader instead of delve).
+		{"hangdoc-nodwarf", hangdocGo(p.Pid, 1, true)},
+		{"hangdoc-nodwarf-3samples", hangdocGo(p.Pid, 3, true)},
 		{"dlv", dlvGoroutines(dlv, p.Pid)},
 	}
 	for _, tool := range tools {
@@ -165,7 +169,7 @@ func BenchmarkGoFreeze(b *testing.B) {
 			}
 			b.ReportMetric(float64(worst.gap.Microseconds())/1000, "freeze-ms")
 			b.ReportMetric(float64(worst.wall.Microseconds())/1000, "wall-ms")
-			if tool.name == "hangdoc" || tool.name == "hangdoc-3samples" {
+			if strings.HasPrefix(tool.name, "hangdoc") {
 				b.ReportMetric(float64(worst.held.Microseconds())/1000, "held-ms")
 			}
 			b.Logf("%s on %d goroutines: heartbeat gap %v, wall %v, longest ptrace stop %v",
@@ -175,10 +179,11 @@ func BenchmarkGoFreeze(b *testing.B) {
 	checkReleasedTB(b, p.Pid)
 }
 
-func hangdocGo(pid, samples int) func(b *testing.B) goFreezeRun {
+func hangdocGo(pid, samples int, withoutDWARF bool) func(b *testing.B) goFreezeRun {
 	return func(b *testing.B) goFreezeRun {
 		start := time.Now()
-		snap, st, err := attach.AttachStats(context.Background(), []int{pid}, attach.Options{Samples: samples, Interval: 100 * time.Millisecond})
+		opts := attach.Options{Samples: samples, Interval: 100 * time.Millisecond, GoWithoutDWARF: withoutDWARF}
+		snap, st, err := attach.AttachStats(context.Background(), []int{pid}, opts)
 		wall := time.Since(start)
 		if err != nil {
 			b.Fatal(err)
