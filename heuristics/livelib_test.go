@@ -55,7 +55,7 @@ func python(src string) argvFunc {
 }
 
 func rust(src string) argvFunc {
-	return func(t *testing.T) []string { return []string{patient.BuildRust(t, src)} }
+	return func(t *testing.T) []string { return []string{patient.Build(t, src, patient.RustO2g...)} }
 }
 
 func cargo(crate string) argvFunc {

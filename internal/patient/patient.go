@@ -26,6 +26,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"sort"
 	"strconv"
@@ -210,6 +211,16 @@ func buildWith(t testing.TB, compiler, src string, flags []string, out func(key 
 		fmt.Fprintf(h, "\n%s\n", filepath.Base(hdr))
 		h.Write(b)
 	}
+	// A Rust patient's helper modules (#[path = "rust_patient.rs"]) are
+	// its headers.
+	for _, m := range rustPathAttr.FindAllSubmatch(source, -1) {
+		b, err := os.ReadFile(filepath.Join(dir, string(m[1])))
+		if err != nil {
+			t.Fatalf("patient: %s: %v", filepath.Base(src), err)
+		}
+		fmt.Fprintf(h, "\n%s\n", m[1])
+		h.Write(b)
+	}
 	key := hex.EncodeToString(h.Sum(nil))[:16]
 	target := out(key)
 	if fi, err := os.Stat(target); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
@@ -245,6 +256,8 @@ func buildWith(t testing.TB, compiler, src string, flags []string, out func(key 
 	}
 	return target
 }
+
+var rustPathAttr = regexp.MustCompile(`#\[path\s*=\s*"([^"]+)"\]`)
 
 // Strip returns a copy of the binary bin without its symbol tables
 // (strip(1)), cached beside it.

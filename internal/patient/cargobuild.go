@@ -13,35 +13,9 @@ import (
 	"testing"
 )
 
-// rustHelper is the module every Rust patient includes with #[path]: it
+// rustHelper is the module the Rust patients include with #[path]: it
 // is part of each one's cache key.
 const rustHelper = "rust_patient.rs"
-
-// BuildRust compiles the single-file Rust patient testdata/patients/name
-// (a .rs file using only the standard library) with rustc -g -O and
-// returns the binary's path, cached under CacheDir by the rustc version
-// and the sources.
-func BuildRust(t testing.TB, name string) string {
-	t.Helper()
-	rustc := RequireTool(t, "rustc")
-	dir := Dir(t)
-	src := filepath.Join(dir, name)
-	target := filepath.Join(CacheDir(), strings.TrimSuffix(name, ".rs")+"-"+rustKey(t, rustc, []string{src, filepath.Join(dir, rustHelper)}))
-	if isFile(target) {
-		return target
-	}
-	mkCache(t)
-	tmp := fmt.Sprintf("%s.%d.tmp", target, os.Getpid())
-	defer os.Remove(tmp)
-	args := []string{"-g", "-O", "--edition", "2021", "-o", tmp, src}
-	if msg, err := exec.Command(rustc, args...).CombinedOutput(); err != nil {
-		t.Fatalf("patient: rustc %s: %v\n%s", strings.Join(args, " "), err, msg)
-	}
-	if err := os.Rename(tmp, target); err != nil {
-		t.Fatalf("patient: %v", err)
-	}
-	return target
-}
 
 // Debian's vendored crates (librust-*-dev) form a directory registry:
 // cargo builds against it with no network.
