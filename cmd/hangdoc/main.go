@@ -21,6 +21,28 @@ const (
 // usageError marks errors that are the caller's to fix in the command line.
 type usageError struct{ error }
 
+// codedError is an error with the exit code it ends hangdoc with, for
+// the codes of `hangdoc run` that must not look like its command's.
+type codedError struct {
+	error
+	code int
+}
+
+func (e codedError) Unwrap() error { return e.error }
+
+// exitCodeOf is the exit code an error from a command ends hangdoc with.
+func exitCodeOf(err error) int {
+	var ce codedError
+	var ue usageError
+	switch {
+	case errors.As(err, &ce):
+		return ce.code
+	case errors.As(err, &ue) || strings.HasPrefix(err.Error(), "unknown command"):
+		return exitUsage
+	}
+	return exitAnalysis
+}
+
 func main() {
 	ios := systemStreams()
 	root := newRootCmd(ios)
@@ -29,11 +51,7 @@ func main() {
 		os.Exit(ios.exitCode)
 	}
 	fmt.Fprintf(ios.errOut, "hangdoc: %v\n", err)
-	var ue usageError
-	if errors.As(err, &ue) || strings.HasPrefix(err.Error(), "unknown command") {
-		os.Exit(exitUsage)
-	}
-	os.Exit(exitAnalysis)
+	os.Exit(exitCodeOf(err))
 }
 
 func newRootCmd(ios *ioStreams) *cobra.Command {
@@ -43,11 +61,13 @@ func newRootCmd(ios *ioStreams) *cobra.Command {
 		Long: `hangdoc attaches to a stuck process, samples every thread's stack without
 harming it, and says why it is stuck.
 
-Exit codes: 0 report written, 1 a hang was named, 2 usage error,
-3 could not analyse. hangdoc run passes on the exit code of a command that
-finishes in time, and exits 124 when it outlived --timeout and nothing
-looks hung, 128+N when hangdoc got signal N and nothing looks hung
-(see hangdoc run --help).`,
+Exit codes of attach, analyze and signatures: 0 report written, nothing
+looks hung; 1 a hang was named; 2 usage error; 3 could not analyse.
+hangdoc run passes on the exit code of a command that finishes in time and
+uses codes a test runner does not: 121 a hang was named, 122 could not
+analyse, 124 it outlived --timeout and nothing looks hung, 125 usage
+error, 126/127 cannot start / not found, 128+N when hangdoc got signal N
+and nothing looks hung (see hangdoc run --help).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

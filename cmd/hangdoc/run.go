@@ -26,13 +26,18 @@ import (
 	"github.com/hangdoc/hangdoc/stacks"
 )
 
-// Exit codes of `hangdoc run`, beside exitHang, exitUsage and
-// exitAnalysis; a command that finishes in time passes its own on.
+// Exit codes of `hangdoc run`; a command that finishes in time passes
+// its own on. They stay clear of the codes test runners and build tools use (pytest
+// 1-5, go test 1 and 2, make 2): a failing test run is never read as a
+// hang named, nor the other way round.
 const (
-	exitTimeout  = 124 // the command outlived --timeout and nothing was named (as timeout(1))
-	exitCannot   = 126 // the command was found but could not be started (as shells)
-	exitNotFound = 127 // no such command (as shells)
-	exitSignal   = 128 // + N: ended by signal N (as shells)
+	exitRunHang     = 121 // the command was diagnosed and a hang was named
+	exitRunAnalysis = 122 // the command's tree could not be analysed; it is killed all the same
+	exitRunUsage    = 125 // hangdoc run's own usage error; the command was not run (as timeout(1))
+	exitTimeout     = 124 // the command outlived --timeout and nothing was named (as timeout(1))
+	exitCannot      = 126 // the command was found but could not be started (as shells)
+	exitNotFound    = 127 // no such command (as shells)
+	exitSignal      = 128 // + N: ended by signal N (as shells)
 )
 
 // killTimeout bounds the wait for the killed tree to be gone: a process
@@ -84,21 +89,21 @@ which diagnoses before it kills; a CMD that reads the terminal stops.
 Sampling needs ptrace permission over the tree: root, CAP_SYS_PTRACE,
 or kernel.yama.ptrace_scope<=1 (CMD is hangdoc's descendant).
 
-Exit codes:
+Exit codes (none of them a test runner's own, but for CMD's):
   CMD's code  CMD finished in time (128+N: signal N ended it)
-  1           CMD was diagnosed and a hang was named
-  124         CMD outlived --timeout and nothing looks hung
-  128+N       hangdoc got signal N (130 SIGINT, 143 SIGTERM) and nothing
-              looks hung
-  2           usage error; CMD was not run
-  3           CMD's tree could not be analysed (ptrace refused, …); it
+  121         CMD was diagnosed and a hang was named
+  122         CMD's tree could not be analysed (ptrace refused, …); it
               is killed all the same
-  126, 127    CMD could not be started, or was not found`,
+  124         CMD outlived --timeout and nothing looks hung
+  125         usage error; CMD was not run
+  126, 127    CMD could not be started, or was not found
+  128+N       hangdoc got signal N (130 SIGINT, 143 SIGTERM) and nothing
+              looks hung`,
 		Example: `  hangdoc run --timeout 20m -- go test ./...
   hangdoc run --timeout 15m --report hang.json --format json -- pytest -x tests/`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return usageError{errors.New("run needs a command: hangdoc run [flags] -- CMD [ARG...] (see `hangdoc run --help`)")}
+				return runUsage(usageError{errors.New("run needs a command: hangdoc run [flags] -- CMD [ARG...] (see `hangdoc run --help`)")})
 			}
 			return nil
 		},
@@ -106,9 +111,12 @@ Exit codes:
 			opts.argv = args
 			opts.adopt = adoptOrphans
 			opts.cmdLine = commandLine(os.Args)
-			return runRun(cmd.Context(), opts, ios)
+			return runUsage(runRun(cmd.Context(), opts, ios))
 		},
 	}
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return runUsage(usageError{fmt.Errorf("%w (see `%s --help`)", err, c.CommandPath())})
+	})
 	f := cmd.Flags()
 	// Flags end at CMD: in `hangdoc run make -j8`, -j8 is make's.
 	f.SetInterspersed(false)
@@ -172,7 +180,7 @@ func checkWritable(path string) error {
 }
 
 // runRun runs the command and, when it hangs, diagnoses and kills its
-// tree. It sets ios.exitCode; an error means exitUsage or exitAnalysis.
+// tree. It sets ios.exitCode; an error is a usage error or exitRunAnalysis.
 func runRun(ctx context.Context, opts *runOptions, ios *ioStreams) error {
 	rules, err := opts.validate()
 	if err != nil {
@@ -254,18 +262,29 @@ func runRun(ctx context.Context, opts *runOptions, ios *ioStreams) error {
 	code, meaning := exitTimeout, "nothing looks hung"
 	switch {
 	case diagErr != nil:
-		code, meaning = exitAnalysis, "could not analyse"
+		code, meaning = exitRunAnalysis, "could not analyse"
 	case named:
-		code, meaning = exitHang, "a hang was named"
+		code, meaning = exitRunHang, "a hang was named"
 	case sig != 0:
 		code = exitSignal + int(sig)
 	}
 	fmt.Fprintf(ios.errOut, "hangdoc: killed pid %d and its tree (%s); exit %d: %s\n", t.child, countNoun(n, "process", "processes"), code, meaning)
 	if diagErr != nil {
-		return diagErr // main prints it and exits with exitAnalysis
+		return codedError{diagErr, exitRunAnalysis} // main prints it
 	}
 	ios.exitCode = code
 	return nil
+}
+
+// runUsage gives a usage error of run its own exit code: 2 is a build
+// tool's and a test runner's.
+func runUsage(err error) error {
+	var ue usageError
+	var ce codedError
+	if errors.As(err, &ue) && !errors.As(err, &ce) {
+		return codedError{err, exitRunUsage}
+	}
+	return err
 }
 
 // finishRun reaps CMD, which finished by itself, and passes its exit
@@ -428,7 +447,7 @@ func attachTree(ctx context.Context, pids []int, opts attach.Options) (*stacks.S
 		ok = slices.DeleteFunc(ok, func(p int) bool { return p == bad })
 	}
 	// Nothing left: the processes are gone, or none could be read (no
-	// permission), which is worth an exitAnalysis.
+	// permission), which is worth an exitRunAnalysis.
 	if refused != nil {
 		return nil, notes, refused
 	}

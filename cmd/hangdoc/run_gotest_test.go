@@ -54,8 +54,8 @@ func TestRunGoTestDeadlock(t *testing.T) {
 			code := r.wait(t, 90*time.Second)
 			stderr := r.stderr.String()
 			t.Logf("exit %d after %v; first line: %s", code, time.Since(start).Round(time.Millisecond), strings.SplitN(stderr, "\n", 3)[1])
-			if code != exitHang {
-				t.Errorf("exit %d, want %d (a hang named)", code, exitHang)
+			if code != exitRunHang {
+				t.Errorf("exit %d, want %d (a hang named)", code, exitRunHang)
 			}
 			for _, want := range []*regexp.Regexp{
 				regexp.MustCompile(`goroutine \d+ waits to lock sync\.Mutex 0x[0-9a-f]+ in .example\.com/hang\.\(\*store\)\.put. at \S+hang_test\.go:18`),

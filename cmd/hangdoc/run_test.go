@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,7 +32,7 @@ func init() {
 }
 
 // runIn runs `hangdoc args…` in-process and returns its output and exit
-// code (exitUsage or exitAnalysis for an error, as main maps them).
+// code (for an error, the one main gives it).
 func runIn(args ...string) (stdout, stderr string, code int, err error) {
 	var out, errOut bytes.Buffer
 	ios := &ioStreams{out: &out, errOut: &errOut}
@@ -38,12 +40,8 @@ func runIn(args ...string) (stdout, stderr string, code int, err error) {
 	root.SetArgs(args)
 	err = root.Execute()
 	code = ios.exitCode
-	var ue usageError
-	switch {
-	case errors.As(err, &ue):
-		code = exitUsage
-	case err != nil:
-		code = exitAnalysis
+	if err != nil {
+		code = exitCodeOf(err)
 	}
 	return out.String(), errOut.String(), code, err
 }
@@ -68,7 +66,11 @@ func hangdocBin(t *testing.T) string {
 			runBinary.err = err
 			return
 		}
-		final := filepath.Join(dir, "hangdoc-run-under-test")
+		// One name per checkout: worktrees of this repository test side
+		// by side on one machine, each with its own hangdoc.
+		wd, _ := os.Getwd()
+		sum := sha256.Sum256([]byte(wd))
+		final := filepath.Join(dir, "hangdoc-run-under-test-"+hex.EncodeToString(sum[:6]))
 		tmp := fmt.Sprintf("%s-%d.tmp", final, os.Getpid())
 		out, err := exec.Command("go", "build", "-o", tmp, "github.com/hangdoc/hangdoc/cmd/hangdoc").CombinedOutput()
 		if err != nil {
@@ -336,14 +338,14 @@ func TestRunTimeoutDeadlock(t *testing.T) {
 	start := time.Now()
 	code := r.wait(t, 60*time.Second)
 	stderr := r.stderr.String()
-	if code != exitHang {
-		t.Fatalf("exit %d, want %d\nstderr:\n%s", code, exitHang, stderr)
+	if code != exitRunHang {
+		t.Fatalf("exit %d, want %d\nstderr:\n%s", code, exitRunHang, stderr)
 	}
 	if took := time.Since(start); took < 3*time.Second {
 		t.Errorf("exited after %v, before the 3s timeout", took)
 	}
 	ab, ba := r.int(t, "ab"), r.int(t, "ba")
-	for _, want := range []string{"outlived --timeout 3s", "lock-order-cycle", strconv.Itoa(ab), strconv.Itoa(ba), "exit 1: a hang was named"} {
+	for _, want := range []string{"outlived --timeout 3s", "lock-order-cycle", strconv.Itoa(ab), strconv.Itoa(ba), "exit 121: a hang was named"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}
@@ -404,8 +406,8 @@ func TestRunTimeoutForkedTree(t *testing.T) {
 	r := startRun(t, nil, "run", "--timeout", "5s", "--", bin)
 	code := r.wait(t, 60*time.Second)
 	stderr := r.stderr.String()
-	if code != exitHang {
-		t.Fatalf("exit %d, want %d\nstderr:\n%s", code, exitHang, stderr)
+	if code != exitRunHang {
+		t.Fatalf("exit %d, want %d\nstderr:\n%s", code, exitRunHang, stderr)
 	}
 	child := r.int(t, "child")
 	verdict, _, _ := strings.Cut(stderr[strings.Index(stderr, "\n")+1:], "\n")
@@ -430,8 +432,8 @@ func TestRunSIGTERM(t *testing.T) {
 	}
 	code := r.wait(t, 60*time.Second)
 	stderr := r.stderr.String()
-	if code != exitHang {
-		t.Fatalf("exit %d, want %d\nstderr:\n%s", code, exitHang, stderr)
+	if code != exitRunHang {
+		t.Fatalf("exit %d, want %d\nstderr:\n%s", code, exitRunHang, stderr)
 	}
 	for _, want := range []string{"got SIGTERM", "lock-order-cycle", "killed pid"} {
 		if !strings.Contains(stderr, want) {
@@ -583,7 +585,7 @@ func TestRunUsage(t *testing.T) {
 		{"run", "--report", filepath.Join(dir, "no", "such", "dir", "r.json"), "--", "true"},
 	} {
 		_, _, code, err := runIn(args...)
-		if code != exitUsage || err == nil || strings.Contains(err.Error(), "\n") {
+		if code != exitRunUsage || err == nil || strings.Contains(err.Error(), "\n") {
 			t.Errorf("hangdoc %s: exit %d, %v; want a one-line usage error", strings.Join(args, " "), code, err)
 		}
 	}
@@ -603,8 +605,8 @@ func TestRunUsageBinary(t *testing.T) {
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != exitUsage {
-		t.Fatalf("hangdoc run: %v, want exit %d", err, exitUsage)
+	if !errors.As(err, &ee) || ee.ExitCode() != exitRunUsage {
+		t.Fatalf("hangdoc run: %v, want exit %d", err, exitRunUsage)
 	}
 	if out.Len() != 0 || strings.Count(errOut.String(), "\n") != 1 || !strings.HasPrefix(errOut.String(), "hangdoc: run needs a command") {
 		t.Errorf("stdout %q, stderr %q: want one line on stderr", out.String(), errOut.String())
@@ -616,13 +618,13 @@ func TestRunHelpDocumentsExitCodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"124", "128+N", "130 SIGINT, 143 SIGTERM", "usage error", "could not be analysed", "126, 127", "GITHUB_STEP_SUMMARY", "--report FILE"} {
+	for _, want := range []string{"121 ", "122 ", "124 ", "125 ", "128+N", "130 SIGINT, 143 SIGTERM", "usage error", "could not be analysed", "126, 127", "GITHUB_STEP_SUMMARY", "--report FILE"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("run --help lacks %q:\n%s", want, out)
 		}
 	}
 	root, _, _, _ := runIn("--help")
-	if !strings.Contains(root, "124") || !strings.Contains(root, "run") {
+	if !strings.Contains(root, "121 a hang was named") || !strings.Contains(root, "124") || !strings.Contains(root, "run") {
 		t.Errorf("hangdoc --help does not document run's exit codes:\n%s", root)
 	}
 }
@@ -738,10 +740,10 @@ func TestRunCannotAnalyse(t *testing.T) {
 	}
 	err = cmd.Wait()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != exitAnalysis {
-		t.Fatalf("got %v, want exit %d\nstderr:\n%s", err, exitAnalysis, stderr.String())
+	if !errors.As(err, &ee) || ee.ExitCode() != exitRunAnalysis {
+		t.Fatalf("got %v, want exit %d\nstderr:\n%s", err, exitRunAnalysis, stderr.String())
 	}
-	if !strings.Contains(stderr.String(), "ptrace not permitted") || !strings.Contains(stderr.String(), "(1 process); exit 3") {
+	if !strings.Contains(stderr.String(), "ptrace not permitted") || !strings.Contains(stderr.String(), "(1 process); exit 122") {
 		t.Errorf("stderr:\n%s", stderr.String())
 	}
 	if sleepPid == 0 {

@@ -68,8 +68,8 @@ func TestRunTerminalRead(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("hangdoc run did not end within 60 s")
 	}
-	if code := cmd.ProcessState.ExitCode(); code != exitHang {
-		t.Errorf("exit %d, want %d (a hang was named)", code, exitHang)
+	if code := cmd.ProcessState.ExitCode(); code != exitRunHang {
+		t.Errorf("exit %d, want %d (a hang was named)", code, exitRunHang)
 	}
 	b, err := os.ReadFile(rep)
 	if err != nil {
