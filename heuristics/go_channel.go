@@ -27,6 +27,10 @@ func init() {
 type goOrphan struct {
 	g       *gor
 	nilChan bool
+	// runtimeProved: the runtime found every goroutine asleep while
+	// every blocked one waits on a channel: nobody can ever take the
+	// other side, whoever made the channel.
+	runtimeProved bool
 	// creatorLeft says how the goroutine's creator left the channel
 	// behind ("goroutine 1 has left `main.get`").
 	creatorLeft string
@@ -40,6 +44,14 @@ type goOrphan struct {
 func goOrphanedChannels(gp *goProc) []goOrphan {
 	var out []goOrphan
 	users := gp.user()
+	if onlyChannelsAsleep(gp, users) {
+		for _, g := range users {
+			if g.kind == stacks.GoWaitSend || g.kind == stacks.GoWaitRecv {
+				out = append(out, goOrphan{g: g, runtimeProved: true})
+			}
+		}
+		return out
+	}
 	for _, g := range users {
 		switch {
 		case strings.Contains(g.g.Status, "(nil chan)"):
@@ -62,6 +74,29 @@ func goOrphanedChannels(gp *goProc) []goOrphan {
 		out = append(out, goOrphan{g: g, creatorLeft: left})
 	}
 	return out
+}
+
+// onlyChannelsAsleep: the runtime reported "all goroutines are asleep"
+// and every user goroutine it stopped waits in a plain channel send or
+// receive or a select — no lock or WaitGroup, whose own signatures say
+// more — with at least one plain send or receive to name.
+func onlyChannelsAsleep(gp *goProc, users []*gor) bool {
+	if !strings.Contains(gp.p.Message, "all goroutines are asleep") {
+		return false
+	}
+	plain := false
+	for _, g := range users {
+		switch g.kind {
+		case stacks.GoWaitSend, stacks.GoWaitRecv:
+			plain = true
+		case stacks.GoWaitSelect:
+		default:
+			if !strings.Contains(g.g.Status, "chan ") {
+				return false
+			}
+		}
+	}
+	return plain
 }
 
 // goCreatorLeft reports whether the goroutine that started g is gone or
@@ -148,6 +183,17 @@ func goOrphanDiagnosis(o goOrphan) Diagnosis {
 		d.Chain = append(d.Chain, "a send or receive on a nil channel never proceeds")
 		d.Fix = fmt.Sprintf("The channel used in %s is nil: make it (make(chan T)) before use, or set the select case "+
 			"to nil only on purpose, when it must be disabled.", g.where())
+		return d
+	}
+	if o.runtimeProved {
+		d.Confidence = High // the runtime checked that no goroutine can run
+		d.Summary = fmt.Sprintf("%s waits to %s %s in %s for ever: the Go runtime found every goroutine asleep, "+
+			"so no goroutine will ever take the other side", g.label(), op, objText("channel", g.obj), g.where())
+		d.Chain = append(d.Chain, "the runtime said: all goroutines are asleep - deadlock!",
+			"every other goroutine is blocked on a channel too: none can "+map[string]string{"send": "receive", "receive": "send"}[verb])
+		d.Fix = fmt.Sprintf("In %s the %s has no partner left: close the channel when the senders are done (a range "+
+			"over it then ends), receive exactly as many values as were sent, or give it a buffer when the other "+
+			"side may have gone.", g.where(), verb)
 		return d
 	}
 	d.Summary = fmt.Sprintf("%s waits to %s %s that no live goroutine can reach: %s",
