@@ -33,6 +33,11 @@ type Options struct {
 	// structures by their release's layout even when the executable
 	// has DWARF (tests compare the two readers).
 	GoWithoutDWARF bool
+	// Debuginfod says how debug files missing on disk are fetched from
+	// the servers in DEBUGINFOD_URLS (debuginfod.go).
+	Debuginfod DebuginfodOptions
+
+	fetch *module.Debuginfod // made from Debuginfod for one attach
 }
 
 func (o *Options) defaults() {
@@ -48,6 +53,7 @@ func (o *Options) defaults() {
 	if o.StopTimeout <= 0 {
 		o.StopTimeout = 100 * time.Millisecond
 	}
+	o.fetch = o.Debuginfod.client()
 }
 
 // Stats says what an attach cost the target.
@@ -166,8 +172,8 @@ func openTargetWith(pid int, opts Options) (*target, error) {
 		Cmdline: readCmdline(pid), State: string(st.State),
 		Stop: readStop(pid, st),
 	}
-	space, notes := modules.Load(pid, maps)
-	proc.Modules, proc.Notes = space.Modules(), notes
+	space, notes := modules.LoadWith(pid, maps, opts.fetch)
+	proc.Modules, proc.Notes = space.Modules(), append(notes, fetchedNotes(opts.fetch)...)
 	tg := &target{
 		pid: pid, stat: st, maps: maps, space: space, proc: proc,
 		threads: map[int]*threadAcc{}, symbols: map[uint64][]stacks.Frame{},

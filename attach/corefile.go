@@ -42,6 +42,10 @@ type CoreOptions struct {
 	// structures by its release's layout even when the executable has
 	// DWARF (tests compare the two readers on one core).
 	GoWithoutDWARF bool
+	// Debuginfod says how debug files missing on disk are fetched.
+	Debuginfod DebuginfodOptions
+
+	fetch *module.Debuginfod
 }
 
 // ErrNoStacks says that a core gave nothing to diagnose: no thread, or
@@ -95,6 +99,7 @@ func Core(path string, opts CoreOptions) (snap *stacks.Snapshot, err error) {
 	if cf == nil {
 		return nil, openError(damage)
 	}
+	opts.fetch = opts.Debuginfod.client()
 	defer cf.Close()
 	taken := time.Time{}
 	if fi, err := os.Stat(path); err == nil {
@@ -602,7 +607,7 @@ func (c *coreModules) open(cf *core.File, ms []core.Mapping, name, host string, 
 	case !fi.Mode().IsRegular():
 		return nil, "" // a device or a FIFO: never opened
 	}
-	mopts := module.Options{OriginalPath: name, Root: opts.Root}
+	mopts := module.Options{OriginalPath: name, Root: opts.Root, Debuginfod: opts.fetch}
 	if host == opts.Exe {
 		mopts.OriginalPath = host // its debug link is beside it
 	}

@@ -122,6 +122,12 @@ func (c *Cache) LoadProcess(pid int) (*Space, []string, error) {
 // out with a note; mappings that are not ELF (fonts, locale archives,
 // data files) or not regular files (devices) are skipped silently.
 func (c *Cache) Load(pid int, maps []Mapping) (*Space, []string) {
+	return c.LoadWith(pid, maps, nil)
+}
+
+// LoadWith is Load that fetches missing debug files through d (nil: no
+// fetching).
+func (c *Cache) LoadWith(pid int, maps []Mapping, d *Debuginfod) (*Space, []string) {
 	s := NewSpace()
 	var notes []string
 	noted := map[string]bool{}
@@ -132,7 +138,7 @@ func (c *Cache) Load(pid int, maps []Mapping) (*Space, []string) {
 		case m.Path == "[vdso]":
 			f, err = c.vdso(pid, m)
 		case m.Inode != 0 && strings.HasPrefix(m.Path, "/"):
-			f, err = c.openMapped(pid, m)
+			f, err = c.openMapped(pid, m, d)
 		default:
 			continue
 		}
@@ -152,9 +158,9 @@ func (c *Cache) Load(pid int, maps []Mapping) (*Space, []string) {
 }
 
 // openMapped opens the file behind mapping m of process pid.
-func (c *Cache) openMapped(pid int, m Mapping) (*File, error) {
+func (c *Cache) openMapped(pid int, m Mapping, d *Debuginfod) (*File, error) {
 	root := fmt.Sprintf("/proc/%d/root", pid)
-	opts := Options{OriginalPath: m.Path, Root: root}
+	opts := Options{OriginalPath: m.Path, Root: root, Debuginfod: d}
 	f, err := c.Open(fmt.Sprintf("/proc/%d/map_files/%x-%x", pid, m.Start, m.End), opts)
 	var pe *fs.PathError
 	if err == nil || !errors.As(err, &pe) || m.Deleted {

@@ -42,6 +42,9 @@ type Options struct {
 	Root string
 	// NoDebugFiles skips the search for separate debug files.
 	NoDebugFiles bool
+	// Debuginfod, when not nil, fetches the debug file by build id when
+	// none is found on disk.
+	Debuginfod *Debuginfod
 }
 
 // File is one parsed ELF object. Addresses in it are link-time addresses
@@ -194,7 +197,13 @@ func parse(r io.ReaderAt, size int64, closer io.Closer, path string, opts Option
 	// Symbols, DWARF and .debug_frame may live in a separate debug file.
 	dwarfFile, dwarfCloser := ef, closer
 	if !opts.NoDebugFiles && (ef.Section(".debug_info") == nil || ef.Section(".symtab") == nil) {
-		if df := findDebugFile(f, ef, name, opts.Root); df != nil {
+		df := findDebugFile(f, ef, name, opts.Root)
+		if df == nil && opts.Debuginfod != nil {
+			if p := opts.Debuginfod.debugFile(f.BuildID, base); p != "" {
+				df = f.tryDebugFile(p, 0)
+			}
+		}
+		if df != nil {
 			f.DebugPath = df.path
 			dsyms, notes := readSymbols(df.ef, filepath.Base(df.path))
 			syms = append(syms, dsyms...)

@@ -88,7 +88,7 @@ func runAnalyze(opts *analyzeOptions, ios *ioStreams) error {
 // a dump. What a parser skipped is said on stderr, one line a range.
 func (opts *analyzeOptions) read(name string, ios *ioStreams) (*stacks.Snapshot, error) {
 	if name != "-" && isCore(name) {
-		snap, err := attach.Core(name, attach.CoreOptions{Exe: opts.exe})
+		snap, err := attach.Core(name, attach.CoreOptions{Exe: opts.exe, Debuginfod: opts.debuginfodOptions(ios)})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}

@@ -106,7 +106,8 @@ func runAttach(ctx context.Context, opts *attachOptions, ios *ioStreams) error {
 		return err
 	}
 	pr := newProgress(ios.errOut)
-	aopts := attach.Options{Samples: opts.samples, Interval: opts.interval, Progress: pr.update, Threads: opts.threads}
+	aopts := attach.Options{Samples: opts.samples, Interval: opts.interval, Progress: pr.update, Threads: opts.threads,
+		Debuginfod: opts.debuginfodOptions(ios)}
 	var snap *stacks.Snapshot
 	if opts.tree {
 		snap, err = attachDescendants(ctx, pids, aopts, ios)

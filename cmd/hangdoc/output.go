@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/hangdoc/hangdoc/attach"
 	"io"
 	"os"
 	"path/filepath"
@@ -21,9 +22,10 @@ var formats = []string{"text", "json", "markdown", "dot"}
 
 // reportOptions are the flags every command that ends in a report shares.
 type reportOptions struct {
-	format string
-	color  string
-	rules  string
+	format     string
+	color      string
+	rules      string
+	debuginfod string
 }
 
 func (o *reportOptions) addFlags(cmd *cobra.Command) {
@@ -31,6 +33,7 @@ func (o *reportOptions) addFlags(cmd *cobra.Command) {
 	f.StringVar(&o.format, "format", "text", "output format: text, json, markdown (for bug trackers) or dot (the wait-for graph for Graphviz)")
 	f.StringVar(&o.color, "color", "auto", "color: auto, always or never (NO_COLOR is honoured)")
 	f.StringVar(&o.rules, "rules", "", "a JSON file of known-issue rules to add to the built-in ones (listed by hangdoc signatures)")
+	f.StringVar(&o.debuginfod, "debuginfod", "on", "on: fetch debug files missing on disk from the servers in DEBUGINFOD_URLS (before any thread is stopped, within 10s, cached); off: never")
 	cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions(formats, cobra.ShellCompDirectiveNoFileComp))
 	cmd.RegisterFlagCompletionFunc("color", cobra.FixedCompletions([]string{"auto", "always", "never"}, cobra.ShellCompDirectiveNoFileComp))
 }
@@ -42,6 +45,9 @@ func (o *reportOptions) check() ([]heuristics.Rule, error) {
 	}
 	if o.color != "auto" && o.color != "always" && o.color != "never" {
 		return nil, usageError{fmt.Errorf("--color %q: want auto, always or never", o.color)}
+	}
+	if o.debuginfod != "on" && o.debuginfod != "off" && o.debuginfod != "" {
+		return nil, usageError{fmt.Errorf("--debuginfod %q: want on or off", o.debuginfod)}
 	}
 	if o.rules == "" {
 		return nil, nil
@@ -117,4 +123,14 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// debuginfodOptions says how attach fetches debug files: never with
+// --debuginfod=off; with a line per fetch on stderr when it is a terminal.
+func (o *reportOptions) debuginfodOptions(ios *ioStreams) attach.DebuginfodOptions {
+	d := attach.DebuginfodOptions{Off: o.debuginfod == "off"}
+	if writerIsTerminal(ios.errOut) {
+		d.Progress = ios.errOut
+	}
+	return d
 }

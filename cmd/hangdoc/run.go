@@ -328,7 +328,8 @@ func (o *runOptions) diagnose(ctx context.Context, ios *ioStreams, t *tree, why 
 	}()
 
 	pr := newProgress(ios.errOut)
-	snap, notes, err := attachTree(ctx, pids, attach.Options{Samples: o.samples, Interval: o.interval, Progress: pr.update})
+	snap, notes, err := attachTree(ctx, pids, attach.Options{Samples: o.samples, Interval: o.interval, Progress: pr.update,
+		Debuginfod: o.debuginfodOptions(ios)})
 	pr.clear()
 	for _, n := range notes {
 		if err == nil || n != err.Error() { // else main says it, once
