@@ -31,11 +31,18 @@ type Analysis struct {
 	// rules are the known-issue rules in force; on stack-only evidence
 	// their frames help choose between verdicts.
 	rules []Rule
+	// facts are each thread's facts, results each detector's findings,
+	// computed once (facts.go).
+	facts   map[*stacks.Thread]*threadFact
+	results map[string]any
+	// lockWaiters are stuckLockWaiters' answers by pid.
+	lockWaiters map[int][]ThreadRef
 }
 
 // NewAnalysis indexes a snapshot and builds its wait-for graph.
 func NewAnalysis(snap *stacks.Snapshot) *Analysis {
-	a := &Analysis{Snap: snap, procs: map[int]*stacks.Process{}, threads: map[int]ThreadRef{}, rules: builtinRules()}
+	a := &Analysis{Snap: snap, procs: map[int]*stacks.Process{}, threads: map[int]ThreadRef{}, rules: builtinRules(),
+		facts: map[*stacks.Thread]*threadFact{}, results: map[string]any{}, lockWaiters: map[int][]ThreadRef{}}
 	for _, p := range snap.Processes {
 		a.procs[p.Pid] = p
 		for _, t := range p.Threads {
@@ -180,6 +187,15 @@ func (a *Analysis) running(t *stacks.Thread) bool {
 // loader wait explains the process, and for threads re-entered by a
 // signal handler.
 func (a *Analysis) stuckLockWaiters(p *stacks.Process) []ThreadRef {
+	if ws, ok := a.lockWaiters[p.Pid]; ok {
+		return ws
+	}
+	ws := a.findStuckLockWaiters(p)
+	a.lockWaiters[p.Pid] = ws
+	return ws
+}
+
+func (a *Analysis) findStuckLockWaiters(p *stacks.Process) []ThreadRef {
 	if p.Exited {
 		return nil
 	}
@@ -194,7 +210,7 @@ func (a *Analysis) stuckLockWaiters(p *stacks.Process) []ThreadRef {
 	}
 	var waiters []ThreadRef
 	for _, t := range p.Threads {
-		class, _ := waitOf(t)
+		class, _ := a.wait(t)
 		// A Python lock is the lock behind Event and Condition too: a lock
 		// only in a forked child, where nobody can release it.
 		lock := class == waitLock || class == waitPyLock && (p.Fork != nil || forkChildSide(p).ok)
@@ -238,7 +254,7 @@ func mainListed(p *stacks.Process) bool {
 // Doing says what a thread does, as the tail of a chain: "sleeps in
 // `pthread_cond_wait` called from `consumer`".
 func (a *Analysis) Doing(t *stacks.Thread) string {
-	class, _ := waitOf(t)
+	class, _ := a.wait(t)
 	where := ""
 	if s := waitSite(t); s != "" {
 		where = " in " + s

@@ -134,7 +134,9 @@ type argRelock struct {
 // findArgRelocks finds the threads that wait for a lock an outer frame
 // of theirs was called with, outside signal handlers (a handler that
 // re-takes a lock is signal-handler-reentry's).
-func findArgRelocks(a *Analysis) []argRelock {
+func findArgRelocks(a *Analysis) []argRelock { return result(a, "stack relocks", detectArgRelocks) }
+
+func detectArgRelocks(a *Analysis) []argRelock {
 	var out []argRelock
 	for _, p := range a.Snap.Processes {
 		if p.Exited {
@@ -148,7 +150,7 @@ func findArgRelocks(a *Analysis) []argRelock {
 			if !ok {
 				continue
 			}
-			_, caller := waitOf(t)
+			_, caller := a.wait(t)
 			if caller >= len(t.Stack) {
 				continue
 			}

@@ -268,13 +268,13 @@ func stragglerDiagnosis(a *Analysis, ranks, waiting, stragglers []rankView) Diag
 		if r.lead == nil {
 			continue
 		}
-		f := factsOf(r.lead)
+		f := a.samplesOf(r.lead)
 		if f.changed {
 			steady = false
 		}
 	}
 	for _, s := range stragglers {
-		if s.lead != nil && threadWorks(factsOf(s.lead)) && len(s.lead.Samples) >= 2 {
+		if s.lead != nil && threadWorks(a.samplesOf(s.lead)) && len(s.lead.Samples) >= 2 {
 			d.Confidence = Low
 			d.Chain = append(d.Chain, fmt.Sprintf("rank %s is still working (its stack changes between samples): it may be slow rather than stuck", s.name()))
 		}

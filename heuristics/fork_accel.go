@@ -156,7 +156,7 @@ func forkAccelIn(a *Analysis, p *stacks.Process) (Diagnosis, bool) {
 	}
 	var stuck []stuckInDriver
 	for _, t := range p.Threads {
-		f := factsOf(t)
+		f := a.samplesOf(t)
 		if f.zombie || !threadStuck(f) {
 			continue
 		}

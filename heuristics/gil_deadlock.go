@@ -48,7 +48,9 @@ type gilFinding struct {
 // Python that neither waits for the GIL nor sleeps in a wait that drops
 // it) blocked in a native mutex, and the threads waiting for the GIL.
 // With owners read, the mutex's owner must be one of those waiters.
-func findGILDeadlocks(a *Analysis) []gilFinding {
+func findGILDeadlocks(a *Analysis) []gilFinding { return result(a, "GIL cycles", detectGILDeadlocks) }
+
+func detectGILDeadlocks(a *Analysis) []gilFinding {
 	var fs []gilFinding
 	for _, p := range a.Snap.Processes {
 		if p.Exited {
@@ -104,7 +106,7 @@ func findGILDeadlocks(a *Analysis) []gilFinding {
 // mutex taken by native code, not by the interpreter's own locks (those
 // drop the GIL while they wait).
 func gilHolderBlocked(a *Analysis, t *stacks.Thread) bool {
-	class, caller := waitOf(t)
+	class, caller := a.wait(t)
 	if class != waitLock || waitsForGIL(t) {
 		return false
 	}

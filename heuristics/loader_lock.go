@@ -50,7 +50,9 @@ type loaderWait struct {
 
 // findLoaderWaits finds cycles through the loader lock in the graph and,
 // where no owner is known, the same shape by frames.
-func findLoaderWaits(a *Analysis) []loaderWait {
+func findLoaderWaits(a *Analysis) []loaderWait { return result(a, "loader waits", detectLoaderWaits) }
+
+func detectLoaderWaits(a *Analysis) []loaderWait {
 	var found []loaderWait
 	for _, c := range a.cycles {
 		if len(c) < 2 {
@@ -82,7 +84,7 @@ func findLoaderWaits(a *Analysis) []loaderWait {
 				lw = loaderWait{} // somebody runs: it may be the holder, and it may release
 				break
 			}
-			class, caller := waitOf(t)
+			class, caller := a.wait(t)
 			if class != waitLock {
 				continue
 			}

@@ -32,7 +32,7 @@ func (a *Analysis) lostWakeup(p *stacks.Process) (sleepers, behind []*stacks.Thr
 		return nil, nil, false
 	}
 	for _, t := range p.Threads {
-		class, caller := waitOf(t)
+		class, caller := a.wait(t)
 		if a.running(t) {
 			return nil, nil, false
 		}

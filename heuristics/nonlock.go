@@ -311,7 +311,7 @@ func whoProc(p *stacks.Process) string {
 // deadlock leave it alone.
 func lockOwnedWait(a *Analysis, p *stacks.Process) bool {
 	for _, t := range p.Threads {
-		w := factsOf(t).lastWait()
+		w := a.samplesOf(t).lastWait()
 		if w == nil || w.Mutex == nil || w.Mutex.Owner == 0 {
 			continue
 		}
@@ -323,7 +323,7 @@ func lockOwnedWait(a *Analysis, p *stacks.Process) bool {
 		if !ok {
 			return true // exited, or a thread of the parent at fork
 		}
-		of := factsOf(ref.Thread)
+		of := a.samplesOf(ref.Thread)
 		if of.kind != wkRunning && !of.changed {
 			return true
 		}
@@ -348,6 +348,18 @@ func factTids(fs []threadFacts) []int {
 // or socket whose other end a stuck process holds (waiting-on-process),
 // gets none.
 func calmVerdict(a *Analysis, p *stacks.Process) (string, []threadFacts) {
+	type out struct {
+		v   string
+		all []threadFacts
+	}
+	r := result(a, fmt.Sprintf("calm verdict %d", p.Pid), func(a *Analysis) out {
+		v, all := detectCalmVerdict(a, p)
+		return out{v, all}
+	})
+	return r.v, r.all
+}
+
+func detectCalmVerdict(a *Analysis, p *stacks.Process) (string, []threadFacts) {
 	if p.Exited || len(p.Threads) == 0 || isStopped(p) || lockOwnedWait(a, p) || a.LockDiagnosed(p.Pid) || goDeadlockClaims(a, p) {
 		return "", nil
 	}
@@ -364,7 +376,7 @@ func calmVerdict(a *Analysis, p *stacks.Process) (string, []threadFacts) {
 	}
 	var all []threadFacts
 	for _, t := range p.Threads {
-		if f := factsOf(t); !f.zombie {
+		if f := a.samplesOf(t); !f.zombie {
 			all = append(all, f)
 		}
 	}

@@ -51,7 +51,7 @@ func matchSelfDeadlock(a *Analysis) []Diagnosis {
 	var ds []Diagnosis
 	for _, e := range findSelfDeadlocks(a) {
 		t, m := e.From.Thread, e.Lock.Mutex
-		_, caller := waitOf(t)
+		_, caller := a.wait(t)
 		where := ""
 		if caller < len(t.Stack) {
 			where = fmt.Sprintf(" in `%s`", frameName(t.Stack[caller]))

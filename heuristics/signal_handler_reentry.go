@@ -43,7 +43,9 @@ type reentry struct {
 // owners, a thread waiting above a signal frame for a mutex it owns;
 // without, the same lock family (or the same function) on both sides of
 // the signal frame.
-func findReentries(a *Analysis) []reentry {
+func findReentries(a *Analysis) []reentry { return result(a, "reentries", detectReentries) }
+
+func detectReentries(a *Analysis) []reentry {
 	var found []reentry
 	for _, p := range a.Snap.Processes {
 		if p.Exited {
@@ -51,7 +53,7 @@ func findReentries(a *Analysis) []reentry {
 		}
 		for _, t := range p.Threads {
 			sig, below, byName, ok := signalSplit(t.Stack)
-			class, caller := waitOf(t)
+			class, caller := a.wait(t)
 			if !ok || sig <= 0 || !class.isLock() || caller > sig {
 				continue
 			}

@@ -61,11 +61,23 @@ func matchSpinWait(a *Analysis) []Diagnosis {
 
 // spinWaitIn looks for spinning threads in one process.
 func spinWaitIn(a *Analysis, p *stacks.Process) (Diagnosis, bool) {
+	type out struct {
+		d  Diagnosis
+		ok bool
+	}
+	r := result(a, fmt.Sprintf("spin-wait %d", p.Pid), func(a *Analysis) out {
+		d, ok := detectSpinWaitIn(a, p)
+		return out{d, ok}
+	})
+	return r.d, r.ok
+}
+
+func detectSpinWaitIn(a *Analysis, p *stacks.Process) (Diagnosis, bool) {
 	cpuEvidence := a.Snap.Evidence.CPU
 	var spins []spinner
 	var others []threadFacts
 	for _, t := range p.Threads {
-		f := factsOf(t)
+		f := a.samplesOf(t)
 		if f.zombie {
 			continue
 		}

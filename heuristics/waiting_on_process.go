@@ -77,7 +77,7 @@ func procWaits(a *Analysis, p *stacks.Process) (ws []procWait, unsampled []int) 
 		return nil, nil
 	}
 	for _, t := range p.Threads {
-		f := factsOf(t)
+		f := a.samplesOf(t)
 		w := f.lastWait()
 		if f.zombie || w == nil {
 			continue
@@ -273,7 +273,7 @@ func findStuckProcs(a *Analysis) map[int]*stuckProc {
 	works := map[int]bool{}
 	for _, p := range a.Snap.Processes {
 		for _, t := range p.Threads {
-			if threadWorks(factsOf(t)) {
+			if threadWorks(a.samplesOf(t)) {
 				works[p.Pid] = true
 			}
 		}
@@ -617,13 +617,13 @@ func calmChildDiagnosis(a *Analysis, p *stacks.Process, ws []procWait, unsampled
 		// The children are not in the snapshot: say how to see them.
 		var t *stacks.Thread
 		for _, th := range p.Threads {
-			if f := factsOf(th); f.kind == wkChild && t == nil {
+			if f := a.samplesOf(th); f.kind == wkChild && t == nil {
 				t = th
 			}
 		}
 		d.Confidence = Low
 		d.Summary = fmt.Sprintf("not a deadlock as far as this snapshot shows: %s waits in `%s` for its children %s, which were not sampled; run `hangdoc attach --tree %d` to follow the wait",
-			subject(ThreadRef{Proc: p, Thread: t}), factsOf(t).call, joinInts(unsampled), p.Pid)
+			subject(ThreadRef{Proc: p, Thread: t}), a.samplesOf(t).call, joinInts(unsampled), p.Pid)
 		d.Pids, d.Tids = []int{p.Pid}, []int{t.Tid}
 		d.Chain = []string{fmt.Sprintf("%s waits for a child process: whether it is stuck depends on the child", threadLabel(t))}
 		d.Evidence = []string{stackLine(t)}
