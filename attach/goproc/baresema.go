@@ -77,49 +77,18 @@ func (b *bare) looksLikeSemtable(addr uint64) bool {
 	return true
 }
 
-// readSemtable maps each goroutine (its g's address) sleeping on a
-// runtime semaphore to the semaphore's address: the treap of sudogs of
-// each semtable entry, one per address, the other waiters on the same
-// address on its waitlink (runtime/sema.go). The target changes it
-// while it is read: the walk is bounded.
+// readSemtable maps each goroutine sleeping on a runtime semaphore to
+// the semaphore's address (semWalk); note says once why there is none.
 func (b *bare) readSemtable(note func(string)) map[uint64]uint64 {
-	out := map[uint64]uint64{}
 	if !b.semDone {
 		b.semDone = true
 		b.semtable = b.findSemtable()
 	}
 	if b.semtable == 0 {
 		note("runtime.semtable was not found without symbols: the objects of sync.Mutex, RWMutex and WaitGroup waits are not known, only their frames")
-		return out
+		return map[uint64]uint64{}
 	}
 	l := b.l
-	seen := map[uint64]bool{}
-	var visit func(s uint64, depth int)
-	visit = func(s uint64, depth int) {
-		if s == 0 || seen[s] || len(seen) > maxSemaWaiters || depth > 64 {
-			return
-		}
-		seen[s] = true
-		elem, _ := b.mem.u64(s + uint64(l.sElem))
-		for w, k := s, 0; w != 0 && k < maxSemaWaiters; k++ {
-			if g, ok := b.mem.u64(w + uint64(l.sG)); ok && g != 0 {
-				out[g] = elem
-			}
-			next, ok := b.mem.u64(w + uint64(l.sWaitlink))
-			if !ok || next == w {
-				break
-			}
-			w = next
-		}
-		left, _ := b.mem.u64(s + uint64(l.sPrev))
-		right, _ := b.mem.u64(s + uint64(l.sNext))
-		visit(left, depth+1)
-		visit(right, depth+1)
-	}
-	for i := uint64(0); i < semTabSize; i++ {
-		if root, ok := b.mem.u64(b.semtable + i*uint64(l.semStride) + uint64(l.semTreap)); ok {
-			visit(root, 0)
-		}
-	}
-	return out
+	w := semWalk{g: l.sG, elem: l.sElem, waitlink: l.sWaitlink, prev: l.sPrev, next: l.sNext, u64: b.mem.u64}
+	return w.waiters(b.semtable, semTabSize, l.semStride, l.semTreap)
 }

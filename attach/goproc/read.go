@@ -793,50 +793,15 @@ func (rt *runtimeInfo) chanOf(p *process, sudog uint64) uint64 {
 	return c
 }
 
-// maxSemaWaiters bounds a walk of the semaphore table, which the target
-// changes while it is read.
-const maxSemaWaiters = 1 << 20
-
-// readSemtable maps each goroutine (its g's address) sleeping on a
-// runtime semaphore to the semaphore's address: the table of
-// runtime/sema.go, a treap of sudogs per bucket, one per address, with
-// the other waiters on the same address on its waitlink. sync.Mutex,
-// RWMutex and WaitGroup sleep there.
+// readSemtable maps each goroutine sleeping on a runtime semaphore to
+// the semaphore's address (semWalk).
 func (rt *runtimeInfo) readSemtable(p *process) map[uint64]uint64 {
-	out := map[uint64]uint64{}
 	if rt.semCount == 0 || rt.sG < 0 || rt.sElem < 0 || rt.sWaitlink < 0 || rt.semRootTreap < 0 {
-		return out
+		return map[uint64]uint64{}
 	}
-	seen := map[uint64]bool{}
-	var visit func(s uint64, depth int)
-	visit = func(s uint64, depth int) {
-		if s == 0 || seen[s] || len(seen) > maxSemaWaiters || depth > 64 {
-			return
-		}
-		seen[s] = true
-		elem, _ := p.u64(s, rt.sElem)
-		for w, k := s, 0; w != 0 && k < maxSemaWaiters; k++ {
-			if g, ok := p.u64(w, rt.sG); ok && g != 0 {
-				out[g] = elem
-			}
-			next, ok := p.u64(w, rt.sWaitlink)
-			if !ok || next == w {
-				break
-			}
-			w = next
-		}
-		l, _ := p.u64(s, rt.sPrev)
-		r, _ := p.u64(s, rt.sNext)
-		visit(l, depth+1)
-		visit(r, depth+1)
-	}
-	for i := int64(0); i < rt.semCount; i++ {
-		root, ok := p.u64(rt.semtable+uint64(i*rt.semStride), rt.semRootTreap)
-		if ok {
-			visit(root, 0)
-		}
-	}
-	return out
+	w := semWalk{g: rt.sG, elem: rt.sElem, waitlink: rt.sWaitlink, prev: rt.sPrev, next: rt.sNext,
+		u64: func(addr uint64) (uint64, bool) { return p.u64(addr, 0) }}
+	return w.waiters(rt.semtable, rt.semCount, rt.semStride, rt.semRootTreap)
 }
 
 // u64 reads the word at base+off.
