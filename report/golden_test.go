@@ -496,6 +496,24 @@ func checkNoControl(t *testing.T, what, s string) {
 // each at most width runes and ending in "…" when it was cut.
 func checkWidth(t *testing.T, cut, full string, width int) {
 	t.Helper()
+	// The verdicts (everything before the first process) are wrapped:
+	// the same words, no line longer than width unless one word is.
+	split := func(s string) (string, string) {
+		if i := strings.Index(s, "\npid "); i >= 0 {
+			return s[:i], s[i:]
+		}
+		return "", s
+	}
+	cutDiag, cut := split(cut)
+	fullDiag, full := split(full)
+	if strings.Join(strings.Fields(cutDiag), " ") != strings.Join(strings.Fields(fullDiag), " ") {
+		t.Errorf("width %d: the wrapped verdicts do not have the words of the unwrapped ones:\n%s", width, diffLines(fullDiag, cutDiag))
+	}
+	for _, l := range strings.Split(cutDiag, "\n") {
+		if runeLen(l) > width && len(strings.Fields(l)) > 2 { // a label and one long word cannot be broken
+			t.Errorf("width %d: a verdict line of %d runes: %q", width, runeLen(l), l)
+		}
+	}
 	cl, fl := strings.Split(cut, "\n"), strings.Split(full, "\n")
 	if len(cl) != len(fl) {
 		t.Fatalf("width %d: %d lines, want %d", width, len(cl), len(fl))

@@ -20,9 +20,9 @@ import (
 // TextOptions shape the terminal report.
 type TextOptions struct {
 	Color bool
-	// Width is the terminal's width in columns: frame lines longer than
-	// that are cut with "…" rather than wrapped. 0 means no limit (a pipe,
-	// a file).
+	// Width is the terminal's width in columns: the verdicts (summary,
+	// chain, fix, evidence) are wrapped at it, frame lines longer than
+	// that are cut with "…". 0 means no limit (a pipe, a file).
 	Width int
 }
 
@@ -55,7 +55,7 @@ func newPalette(on bool) palette {
 func Text(w io.Writer, snap *stacks.Snapshot, diags []heuristics.Diagnosis, opt TextOptions) error {
 	p := newPalette(opt.Color)
 	ew := &errWriter{w: w}
-	writeDiagnoses(ew, p, diags)
+	writeDiagnoses(ew, p, diags, opt.Width)
 	for i, proc := range snap.Processes {
 		if i > 0 {
 			ew.printf("\n")
@@ -215,9 +215,15 @@ func (l line) cut(width int) line {
 	return append(out, segment{"…", segPlain})
 }
 
+// maxListLines is how many chain and evidence lines of one diagnosis
+// the text report shows; a 2,000-thread process would print 2,000.
+const maxListLines = 25
+
 // writeDiagnoses puts the verdicts first, as a person reads them: the
-// one-line summary, the chain to follow, the evidence, the fix.
-func writeDiagnoses(ew *errWriter, p palette, diags []heuristics.Diagnosis) {
+// one-line summary, the chain to follow, the evidence, the fix; each
+// wrapped at width (0: not wrapped), its continuation lines indented
+// under its text.
+func writeDiagnoses(ew *errWriter, p palette, diags []heuristics.Diagnosis, width int) {
 	for i, d := range diags {
 		if i > 0 {
 			ew.printf("\n")
@@ -226,23 +232,40 @@ func writeDiagnoses(ew *errWriter, p palette, diags []heuristics.Diagnosis) {
 		if !d.Deadlock {
 			tag = p.dim
 		}
-		ew.printf("%s %s\n", tag.Sprintf("%s (%s confidence):", d.ID, d.Confidence), p.head.Sprint(Sanitize(d.Summary)))
-		for _, c := range d.Chain {
-			ew.printf("  %s\n", Sanitize(c))
+		head := fmt.Sprintf("%s (%s confidence):", d.ID, d.Confidence)
+		for j, l := range wrapWords(head+" ", "    ", Sanitize(d.Summary), width) {
+			if j == 0 {
+				ew.printf("%s%s\n", tag.Sprint(head), p.head.Sprint(strings.TrimPrefix(l, head)))
+			} else {
+				ew.printf("%s\n", p.head.Sprint(l))
+			}
+		}
+		for _, c := range capList(d.Chain) {
+			ew.lines(wrapWords("  ", "    ", Sanitize(c), width))
 		}
 		if k := d.KnownIssue; k != nil {
-			ew.printf("  %s %s\n", p.warn.Sprint("known issue:"), Sanitize(k.Title))
+			for j, l := range wrapWords("  known issue: ", "    ", Sanitize(k.Title), width) {
+				if j == 0 {
+					l = "  " + p.warn.Sprint("known issue:") + strings.TrimPrefix(l, "  known issue:")
+				}
+				ew.printf("%s\n", l)
+			}
 			for _, l := range k.Links {
 				ew.printf("    %s\n", p.loc.Sprint(Sanitize(l)))
 			}
 		}
 		if d.Fix != "" {
-			ew.printf("  %s %s\n", p.head.Sprint("fix:"), Sanitize(d.Fix))
+			for j, l := range wrapWords("  fix: ", "       ", Sanitize(d.Fix), width) {
+				if j == 0 {
+					l = "  " + p.head.Sprint("fix:") + strings.TrimPrefix(l, "  fix:")
+				}
+				ew.printf("%s\n", l)
+			}
 		}
 		if len(d.Evidence) > 0 {
 			ew.printf("  %s\n", p.dim.Sprint("evidence:"))
-			for _, e := range d.Evidence {
-				ew.printf("    %s\n", Sanitize(e))
+			for _, e := range capList(d.Evidence) {
+				ew.lines(wrapWords("    ", "      ", Sanitize(e), width))
 			}
 		}
 		for _, r := range d.Refs {
@@ -252,6 +275,41 @@ func writeDiagnoses(ew *errWriter, p palette, diags []heuristics.Diagnosis) {
 	if len(diags) > 0 {
 		ew.printf("\n")
 	}
+}
+
+// capList keeps the first maxListLines items of a list and says how
+// many were left out (the JSON report has them all).
+func capList(items []string) []string {
+	if len(items) <= maxListLines {
+		return items
+	}
+	return append(items[:maxListLines:maxListLines], fmt.Sprintf("… and %d more (--format json has them all)", len(items)-maxListLines))
+}
+
+// wrapWords wraps text at width columns: the first line after first,
+// the others after indent. A word longer than a line is not cut; a
+// width of 0 gives one line.
+func wrapWords(first, indent, text string, width int) []string {
+	if width <= 0 {
+		return []string{first + text}
+	}
+	var out []string
+	line, n, empty := first, utf8.RuneCountInString(first), true
+	for _, w := range strings.Fields(text) {
+		wn := utf8.RuneCountInString(w)
+		if !empty && n+1+wn > width {
+			out = append(out, line)
+			line, n, empty = indent, utf8.RuneCountInString(indent), true
+		}
+		if !empty {
+			line += " "
+			n++
+		}
+		line += w
+		n += wn
+		empty = false
+	}
+	return append(out, line)
 }
 
 // unit is what a process's threads are called: goroutines for a Go
@@ -349,5 +407,12 @@ type errWriter struct {
 func (e *errWriter) printf(format string, args ...any) {
 	if e.err == nil {
 		_, e.err = fmt.Fprintf(e.w, format, args...)
+	}
+}
+
+// lines writes each line and a newline.
+func (e *errWriter) lines(ls []string) {
+	for _, l := range ls {
+		e.printf("%s\n", l)
 	}
 }

@@ -1,0 +1,30 @@
+package report_test
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/hangdoc/hangdoc/heuristics"
+	"github.com/hangdoc/hangdoc/report"
+	"github.com/hangdoc/hangdoc/stacks"
+)
+
+// A diagnosis of 2,000 threads keeps the text report's verdict short:
+// 25 chain lines, then how many more.
+func TestTextCapsLongLists(t *testing.T) {
+	d := heuristics.Diagnosis{ID: "io-wait", Confidence: "high", Summary: "s", Fix: "f"}
+	for i := 0; i < 2000; i++ {
+		d.Chain = append(d.Chain, fmt.Sprintf("thread %d blocks in read", i))
+	}
+	var b bytes.Buffer
+	snap := &stacks.Snapshot{Schema: stacks.Schema}
+	if err := report.Text(&b, snap, []heuristics.Diagnosis{d}, report.TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if strings.Count(out, "blocks in read") != 25 || !strings.Contains(out, "… and 1975 more") {
+		t.Errorf("want 25 chain lines and '… and 1975 more':\n%.2000s", out)
+	}
+}
