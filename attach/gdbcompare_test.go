@@ -32,6 +32,8 @@ func TestAttachMatchesGDB(t *testing.T) {
 		{"mutex_o2", []string{o2}, checkMutex(true)},
 		{"mutex_o0g", []string{patient.Build(t, "mutex_o2.c", patient.O0g...)}, checkMutex(true)},
 		{"mutex_stripped", []string{patient.Strip(t, o2)}, checkMutex(false)},
+		// Stripped, its functions named by .gnu_debugdata alone.
+		{"mutex_minidebuginfo", []string{patient.MiniDebugInfo(t, o2)}, checkMutex(true)},
 		{"cxx_mutex", []string{patient.Build(t, "cxx_mutex.cpp", patient.O2g...)}, checkCxx},
 		{"sighandler", []string{patient.Build(t, "sighandler.c", patient.O2g...)}, checkSignal},
 		{"threads20", []string{patient.Build(t, "threads200.c", patient.O2g...), "20"}, checkThreads(20)},

@@ -196,6 +196,7 @@ func parse(r io.ReaderAt, size int64, closer io.Closer, path string, opts Option
 
 	// Symbols, DWARF and .debug_frame may live in a separate debug file.
 	dwarfFile, dwarfCloser := ef, closer
+	debugSymtab := false
 	if !opts.NoDebugFiles && (ef.Section(".debug_info") == nil || ef.Section(".symtab") == nil) {
 		df := findDebugFile(f, ef, name, opts.Root)
 		if df == nil && opts.Debuginfod != nil {
@@ -205,6 +206,7 @@ func parse(r io.ReaderAt, size int64, closer io.Closer, path string, opts Option
 		}
 		if df != nil {
 			f.DebugPath = df.path
+			debugSymtab = df.ef.Section(".symtab") != nil
 			dsyms, notes := readSymbols(df.ef, filepath.Base(df.path))
 			syms = append(syms, dsyms...)
 			f.Notes = append(f.Notes, notes...)
@@ -215,6 +217,12 @@ func parse(r io.ReaderAt, size int64, closer io.Closer, path string, opts Option
 				df.osf.Close()
 			}
 		}
+	}
+	// MiniDebugInfo, when no full symbol table was found.
+	if ef.Section(".symtab") == nil && !debugSymtab {
+		msyms, notes := readMiniDebugInfo(ef, base)
+		syms = append(syms, msyms...)
+		f.Notes = append(f.Notes, notes...)
 	}
 	f.syms = buildSymtab(syms)
 	hasLines := dwarfFile.Section(".debug_info") != nil && dwarfFile.Section(".debug_line") != nil

@@ -279,6 +279,49 @@ func Strip(t testing.TB, bin string) string {
 	return out
 }
 
+// MiniDebugInfo returns a copy of the binary bin stripped of its
+// symbols and given them back as MiniDebugInfo (.gnu_debugdata), by the
+// recipe Fedora's find-debuginfo runs (gdb's manual, "MiniDebugInfo"):
+// the function symbols .dynsym lacks, kept in an objcopy
+// --only-keep-debug copy without DWARF, xz-compressed into the stripped
+// binary. Cached beside bin.
+func MiniDebugInfo(t testing.TB, bin string) string {
+	t.Helper()
+	out := bin + "-minidebuginfo"
+	if _, err := os.Stat(out); err == nil {
+		return out
+	}
+	for _, tool := range []string{"nm", "objcopy", "strip", "xz", "comm", "awk", "sort", "sh"} {
+		RequireTool(t, tool)
+	}
+	dir := t.TempDir()
+	script := `set -e
+cp "$1" binary
+nm -D binary --format=posix --defined-only | awk '{ print $1 }' | sort > dynsyms
+nm binary --format=posix --defined-only | awk '{ if ($2 == "T" || $2 == "t" || $2 == "D") print $1 }' | sort > funcsyms
+comm -13 dynsyms funcsyms > keep_symbols
+objcopy --only-keep-debug binary debug
+objcopy -S --remove-section .gdb_index --remove-section .comment --keep-symbols=keep_symbols debug mini_debuginfo
+strip --strip-all -R .comment binary
+xz mini_debuginfo
+objcopy --add-section .gnu_debugdata=mini_debuginfo.xz binary
+`
+	cmd := exec.Command("sh", "-c", script, "sh", bin)
+	cmd.Dir = dir
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("patient: MiniDebugInfo of %s: %v\n%s", bin, err, msg)
+	}
+	tmp := out + fmt.Sprintf(".%d.tmp", os.Getpid())
+	defer os.Remove(tmp)
+	if msg, err := exec.Command("cp", filepath.Join(dir, "binary"), tmp).CombinedOutput(); err != nil {
+		t.Fatalf("patient: %v\n%s", err, msg)
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		t.Fatalf("patient: %v", err)
+	}
+	return out
+}
+
 func envOr(name, def string) string {
 	if v := os.Getenv(name); v != "" {
 		return v
