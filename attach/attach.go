@@ -202,6 +202,9 @@ func (tg *target) finish(wall time.Duration) error {
 	if tg.golang != nil {
 		tg.golang.finish(wall)
 	}
+	if !tg.exited {
+		tg.readJVM() // jvm.go
+	}
 	for _, acc := range tg.threads {
 		acc.t.CPU = float64(acc.ticks) / clockTicks / wall.Seconds() * 100
 		if !tg.exited && threadGone(tg.pid, acc.t.Tid) {
