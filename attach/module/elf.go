@@ -224,6 +224,7 @@ func parse(r io.ReaderAt, size int64, closer io.Closer, path string, opts Option
 		syms = append(syms, msyms...)
 		f.Notes = append(f.Notes, notes...)
 	}
+	syms = append(syms, pltSymbols(ef)...)
 	f.syms = buildSymtab(syms)
 	hasLines := dwarfFile.Section(".debug_info") != nil && dwarfFile.Section(".debug_line") != nil
 	if len(f.syms) == 0 || !hasLines {

@@ -41,6 +41,8 @@ var variants = []struct{ name, cmd string }{
 	{"libstripped", "cp libshared.so libshared_stripped.so && strip libshared_stripped.so"},
 	{"withlib", "gcc -O2 -DWITH_SHARED -o prog_withlib $S/prog.c -L$D -lshared -Wl,-rpath,$D"},
 	{"cxx", "g++ -O2 -o prog_cxx $S/worker.cc"},
+	// PLT stubs in .plt.sec, after an endbr64 (Intel IBT), not in .plt.
+	{"ibt", "gcc -O2 -fcf-protection=full -Wl,-z,ibtplt -o prog_ibt $S/prog.c"},
 	// A separate debug file found by build id (under a fake root) …
 	{"buildid", "gcc -O0 -g -Wl,--build-id -o prog_buildid $S/prog.c && objcopy --only-keep-debug prog_buildid prog_buildid.debug && strip prog_buildid"},
 	// … and one found by .gnu_debuglink next to the file (no build id).
@@ -72,7 +74,7 @@ func progs(t testing.TB) map[string]string {
 			"O2": "prog_O2", "O0g": "prog_O0g", "stripped": "prog_stripped", "nopie": "prog_nopie",
 			"lib": "libshared.so", "libstripped": "libshared_stripped.so", "withlib": "prog_withlib",
 			"cxx": "prog_cxx", "buildid": "prog_buildid", "buildid.debug": "prog_buildid.debug",
-			"debuglink": "prog_debuglink",
+			"debuglink": "prog_debuglink", "ibt": "prog_ibt",
 		} {
 			bins[name] = filepath.Join(buildDir, file)
 		}
