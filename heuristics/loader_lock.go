@@ -161,5 +161,8 @@ func matchLoaderLock(a *Analysis) []Diagnosis {
 		}
 		ds = append(ds, d)
 	}
+	if len(ds) == 0 {
+		ds = matchLoneLoader(a)
+	}
 	return ds
 }

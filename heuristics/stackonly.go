@@ -108,6 +108,8 @@ type loneWaiter struct {
 	// process's others; allocator: the lock is an allocator's own.
 	partial   bool
 	allocator string
+	// loader says how the stack involves the dynamic loader (loaderSide).
+	loader string
 }
 
 // loneWaiterOf finds a process whose threads all wait, none runs, exactly
@@ -163,6 +165,10 @@ func (a *Analysis) loneWaiterOf(p *stacks.Process) (loneWaiter, bool) {
 				return lw, true
 			}
 		}
+	}
+	if side := loaderSide(t); side != "" && signalFrame(t.Stack) < 0 {
+		lw.id, lw.loader = "loader-lock", side
+		return lw, true
 	}
 	if fam := allocatorOfWait(t); fam != "" && signalFrame(t.Stack) < 0 && !a.Snap.Evidence.Lineage {
 		// An allocator holds its lock only while it runs and waits for

@@ -1,0 +1,139 @@
+package heuristics
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/hangdoc/hangdoc/stacks"
+)
+
+// A paste often holds only one side of a loader deadlock: the thread the
+// reporter found stuck. Its stack still says the loader is involved, in
+// one of three ways, each a lock-order inversion with a thread that is
+// not in the paste:
+//
+//   - it waits for the loader's own lock (dlsym, dladdr, dlopen asking
+//     for dl_load_lock): the holder is a thread inside dlopen, dlclose or
+//     a dl_iterate_phdr callback, itself waiting;
+//   - it waits for another lock from inside the loader (a constructor, a
+//     dl_iterate_phdr callback, TLS setup) and so holds the loader lock
+//     while it waits;
+//   - it waits for an unwinder's lock (libunwind, libgcc): an unwinder
+//     holds its lock while it walks the loaded objects through
+//     dl_iterate_phdr, so the loader lock is the other half of the cycle.
+
+// loaderSide says how a lone lock waiter's stack involves the loader,
+// "" when it does not.
+func loaderSide(t *stacks.Thread) string {
+	if t.Wait != nil && isLoaderLock(t.Wait.Mutex) {
+		return "loader-lock-wait"
+	}
+	class, caller := waitOf(t)
+	if class != waitLock || len(t.Stack) == 0 {
+		return ""
+	}
+	caller = min(caller, len(t.Stack)-1)
+	if reentered(t.Stack, caller) {
+		return "" // the function that asks for the lock runs further down too: a re-entry, not the loader
+	}
+	// The lock's name, from the arguments of the frames that take it.
+	for _, f := range t.Stack[:caller+1] {
+		for _, a := range f.Args {
+			if sym := argSymbol(a.Value); strings.HasPrefix(sym, "_rtld_local") || strings.HasPrefix(sym, "_rtld_global") || strings.Contains(sym, "dl_load_") {
+				return "loader-lock-wait"
+			}
+		}
+	}
+	// The few frames that asked for the lock, then the rest of the stack.
+	for i := caller; i < min(caller+3, len(t.Stack)); i++ {
+		if isLoaderFrame(t.Stack[i]) {
+			return "loader-lock-wait"
+		}
+		if heldFamily(t.Stack[i]) == "unwinder" {
+			return "unwinder-lock-wait"
+		}
+	}
+	if inLoader(t.Stack[caller:]) && !atStartup(t.Stack) {
+		return "inside-loader"
+	}
+	return ""
+}
+
+// reentered: the function that asked for the lock (the frame at caller)
+// is on the stack again below it.
+func reentered(st []stacks.Frame, caller int) bool {
+	k := funcKey(st[caller])
+	if k == "" {
+		return false
+	}
+	for _, f := range st[caller+1:] {
+		if funcKey(f) == k {
+			return true
+		}
+	}
+	return false
+}
+
+// atStartup: the loader frames are the program's start (ld.so running
+// the first constructors before main): no other thread exists yet to
+// hold a lock against the loader's.
+func atStartup(st []stacks.Frame) bool {
+	switch loaderEntry(st) {
+	case "_dl_start_user", "_dl_start", "_dl_start_final":
+		return true
+	}
+	return false
+}
+
+// argSymbol is the symbol gdb printed beside an address ("0x7f… <_rtld_local+2312>").
+func argSymbol(v string) string {
+	i := strings.IndexByte(v, '<')
+	j := strings.LastIndexByte(v, '>')
+	if i < 0 || j <= i {
+		return ""
+	}
+	return v[i+1 : j]
+}
+
+// loneLoaderDiagnosis is the verdict on a lone waiter whose stack
+// involves the loader (loneWaiter.loader).
+func (a *Analysis) loneLoaderDiagnosis(lw loneWaiter) Diagnosis {
+	t := lw.ref.Thread
+	d := a.loneWaiterDiagnosis(lw)
+	d.Refs = []string{
+		"https://man7.org/linux/man-pages/man3/dlopen.3.html",
+		"https://man7.org/linux/man-pages/man3/dl_iterate_phdr.3.html",
+	}
+	lock, site := waitLockName(t), waitSite(t)
+	var other string
+	switch lw.loader {
+	case "loader-lock-wait":
+		d.Summary = fmt.Sprintf("%s waits for the dynamic loader's lock (%s) in %s and no thread in sight holds it: most likely a thread inside dlopen, dlclose or a dl_iterate_phdr callback holds it while it waits for a lock %s holds",
+			threadLabel(t), lock, site, threadLabel(t))
+		other = "the holder is inside the loader (dlopen, dlclose, a constructor or a dl_iterate_phdr callback) and waits in turn: the loader lock and an application or allocator lock taken in opposite orders"
+	case "unwinder-lock-wait":
+		d.Summary = fmt.Sprintf("%s waits for an unwinder's lock (%s) in %s: an unwinder holds its lock while it walks the loaded objects through dl_iterate_phdr, so the other half of the cycle is most likely the loader lock, held by a thread inside the loader that waits for this unwinder",
+			threadLabel(t), lock, site)
+		other = "the unwinder's lock holder needs the loader lock (dl_iterate_phdr), held by a thread inside the loader that in turn unwinds (an exception, a backtrace) and needs the unwinder's lock"
+	default:
+		d.Summary = fmt.Sprintf("%s waits for %s in %s from inside the dynamic loader (`%s`), which holds the loader lock while it runs: most likely the lock's holder waits for the loader lock",
+			threadLabel(t), lock, site, loaderEntry(t.Stack))
+		other = fmt.Sprintf("`%s` holds the loader lock while its constructors, callbacks or TLS setup run; the lock they wait for is held by a thread that calls into the loader (dlopen, dlsym, dl_iterate_phdr, an exception's unwinding)", loaderEntry(t.Stack))
+	}
+	d.Chain = []string{
+		fmt.Sprintf("%s waits for %s in %s; no owner was recorded", threadLabel(t), lock, site),
+		other,
+	}
+	d.Evidence = append(d.Evidence, "the thread on the other side of the cycle is not in the paste: all threads' stacks (gdb `thread apply all bt`) would show it inside the loader or holding the lock")
+	return d
+}
+
+func matchLoneLoader(a *Analysis) []Diagnosis {
+	var ds []Diagnosis
+	for _, p := range a.Snap.Processes {
+		if lw, ok := a.loneWaiterOf(p); ok && lw.id == "loader-lock" {
+			ds = append(ds, a.loneLoaderDiagnosis(lw))
+		}
+	}
+	return ds
+}
