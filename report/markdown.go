@@ -222,7 +222,7 @@ func writeMarkdownProcess(ew *errWriter, snap *stacks.Snapshot, proc *stacks.Pro
 	if snap.Samples > 1 {
 		sampling = fmt.Sprintf("%d samples %v apart", snap.Samples, snap.Interval)
 	}
-	ew.printf("%s in %s · %s · parent %d", plural(len(proc.Threads), unit(proc.Threads)), plural(len(groups), "group"), sampling, proc.PPid)
+	ew.printf("%s in %s · %s%s", plural(len(proc.Threads), unit(proc.Threads)), plural(len(groups), "group"), sampling, parentText(proc))
 	if proc.Fork != nil {
 		ew.printf(" · forked from %d without exec", proc.Fork.ParentPid)
 	}

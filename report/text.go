@@ -76,11 +76,12 @@ func writeProcess(ew *errWriter, p palette, snap *stacks.Snapshot, proc *stacks.
 	if snap.Samples > 1 {
 		sampling = fmt.Sprintf("%d samples %v apart", snap.Samples, snap.Interval)
 	}
-	ew.printf("%s\n", p.dim.Sprintf("%s in %s · %s · parent %d",
-		plural(len(proc.Threads), unit(proc.Threads)), plural(len(groups), "group"), sampling, proc.PPid))
+	ew.printf("%s\n", p.dim.Sprintf("%s in %s · %s%s",
+		plural(len(proc.Threads), unit(proc.Threads)), plural(len(groups), "group"), sampling, parentText(proc)))
+	cpu := snap.Evidence.CPU
 	for _, g := range groups {
 		ew.printf("\n")
-		writeGroup(ew, p, g, width)
+		writeGroup(ew, p, g, width, cpu)
 	}
 	if len(proc.OSThreads) > 0 {
 		osGroups := stacks.GroupThreads(proc.OSThreads)
@@ -88,7 +89,7 @@ func writeProcess(ew *errWriter, p palette, snap *stacks.Snapshot, proc *stacks.
 			plural(len(proc.OSThreads), "OS thread"), plural(len(osGroups), "group")))
 		for _, g := range osGroups {
 			ew.printf("\n")
-			writeGroup(ew, p, g, width)
+			writeGroup(ew, p, g, width, cpu)
 		}
 	}
 	if len(proc.Notes) > 0 {
@@ -99,14 +100,31 @@ func writeProcess(ew *errWriter, p palette, snap *stacks.Snapshot, proc *stacks.
 	}
 }
 
-func writeGroup(ew *errWriter, p palette, g stacks.Group, width int) {
+// parentText is " · parent N", or nothing when the source does not
+// name the parent (a pasted dump): unknown is not pid 0.
+func parentText(proc *stacks.Process) string {
+	if proc.PPid == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" · parent %d", proc.PPid)
+}
+
+// writeGroup writes one group of threads with the same stack: its
+// state, its CPU when the source measured it (cpuKnown), its wait, the
+// threads and the frames.
+func writeGroup(ew *errWriter, p palette, g stacks.Group, width int, cpuKnown bool) {
 	t0 := g.Threads[0]
 	var cpu float64
 	for _, t := range g.Threads {
 		cpu += t.CPU
 	}
-	head := plural(len(g.Threads), unit(g.Threads))
-	ew.printf("%s  %s  %.0f%% CPU", p.head.Sprint(head), t0.State, cpu/float64(len(g.Threads)))
+	ew.printf("%s", p.head.Sprint(plural(len(g.Threads), unit(g.Threads))))
+	if t0.State != "" {
+		ew.printf("  %s", t0.State)
+	}
+	if cpuKnown {
+		ew.printf("  %.0f%% CPU", cpu/float64(len(g.Threads)))
+	}
 	if wt := waitText(t0); wt != "" {
 		ew.printf("  %s", wt)
 	}

@@ -11,10 +11,10 @@ const Schema = "hangdoc/v1"
 // Snapshot is everything read from one or more processes at one time.
 type Snapshot struct {
 	Schema    string     `json:"schema"`
-	Source    string     `json:"source"` // "attach", "core", "gdb", …
-	Taken     time.Time  `json:"taken"`
+	Source    string     `json:"source"`         // "attach", "core", "gdb", …
+	Taken     time.Time  `json:"taken,omitzero"` // zero (absent) when the source does not say
 	Samples   int        `json:"samples"`
-	Interval  Duration   `json:"interval"`
+	Interval  Duration   `json:"interval,omitzero"`
 	Evidence  Evidence   `json:"evidence"`
 	Processes []*Process `json:"processes"`
 }
@@ -36,10 +36,10 @@ type Evidence struct {
 // Process is one process and its threads.
 type Process struct {
 	Pid     int       `json:"pid"`
-	PPid    int       `json:"ppid"`
-	Exe     string    `json:"exe"`
+	PPid    int       `json:"ppid,omitempty"` // absent when unknown (a pasted dump)
+	Exe     string    `json:"exe,omitempty"`
 	Cmdline []string  `json:"cmdline,omitempty"`
-	State   string    `json:"state"` // state of the main thread, one letter
+	State   string    `json:"state,omitempty"` // state of the main thread, one letter; absent when unknown
 	Threads []*Thread `json:"threads"`
 	Modules []Module  `json:"modules,omitempty"`
 	// Notes say what could not be read and why ("libfoo.so: no unwind
@@ -112,8 +112,8 @@ type Module struct {
 type Thread struct {
 	Tid     int      `json:"tid"`
 	Name    string   `json:"name"`
-	State   string   `json:"state"`
-	CPU     float64  `json:"cpu"` // percent of one core over the sampling window
+	State   string   `json:"state,omitempty"`
+	CPU     float64  `json:"cpu,omitempty"` // percent of one core over the sampling window; absent when 0 or, without evidence.cpu, unknown
 	Stack   []Frame  `json:"stack"`
 	Wait    *Wait    `json:"wait,omitempty"`
 	Samples []Sample `json:"samples,omitempty"`
