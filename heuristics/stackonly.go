@@ -110,6 +110,10 @@ type loneWaiter struct {
 	allocator string
 	// loader says how the stack involves the dynamic loader (loaderSide).
 	loader string
+	// reentry says how the stack shows the waiter holding its own lock
+	// (the asking function further down, the initialiser a once waits
+	// for running below it).
+	reentry string
 }
 
 // loneWaiterOf finds a process whose threads all wait, none runs, exactly
@@ -152,6 +156,10 @@ func (a *Analysis) loneWaiterOf(p *stacks.Process) (loneWaiter, bool) {
 			return lw, true
 		}
 	}
+	if why := reentryOnStack(a, t); why != "" {
+		lw.reentry, lw.conf = why, Medium
+		return lw, true
+	}
 	for i := range a.rules {
 		r := &a.rules[i]
 		for _, base := range r.Base {
@@ -166,11 +174,15 @@ func (a *Analysis) loneWaiterOf(p *stacks.Process) (loneWaiter, bool) {
 			}
 		}
 	}
-	if side := loaderSide(t); side != "" && signalFrame(t.Stack) < 0 {
+	_, caller := a.wait(t)
+	if sig := signalFrame(t.Stack); sig >= 0 && caller <= sig {
+		return lw, true // a handler's wait: signal-handler-reentry's, when both sides show the lock
+	}
+	if side := loaderSide(t); side != "" {
 		lw.id, lw.loader = "loader-lock", side
 		return lw, true
 	}
-	if fam := allocatorOfWait(t); fam != "" && signalFrame(t.Stack) < 0 && !a.Snap.Evidence.Lineage {
+	if fam := allocatorOfWait(t); fam != "" && !a.Snap.Evidence.Lineage {
 		// An allocator holds its lock only while it runs and waits for
 		// nothing inside: a waiter that no thread here releases is in a
 		// child whose parent had another thread inside the allocator at
@@ -200,6 +212,54 @@ func (a *Analysis) forkedSelfRelock(p *stacks.Process) (loneWaiter, bool) {
 		}
 	}
 	return loneWaiter{}, false
+}
+
+// reentryOnStack says how a lock waiter's own stack shows it already
+// holding the lock it waits for, "" when it does not: the function that
+// asked for the lock is further down the same stack (recursion, a
+// callback, a finalizer or a logging handler re-entering it), or, for a
+// once-initialiser or static guard, a frame below works on the very
+// object the guarded function initialises ("getHeap()::buf": the
+// initialiser is running on this thread).
+func reentryOnStack(a *Analysis, t *stacks.Thread) string {
+	class, caller := a.wait(t)
+	if !class.isLock() || caller >= len(t.Stack) {
+		return ""
+	}
+	asker := t.Stack[caller]
+	k := funcKey(asker)
+	if strings.Trim(asker.Func, "?") == "" || nativeRow(asker) != nil || interpreterFrame(asker) || genericFrame(k) {
+		return ""
+	}
+	once := false
+	for _, f := range t.Stack[:caller] {
+		if frameRole(f) == stacks.RoleOnce {
+			once = true
+		}
+	}
+	for j := caller + 1; j < len(t.Stack); j++ {
+		f := t.Stack[j]
+		if funcKey(f) == k {
+			return fmt.Sprintf("`%s`, which asks for the lock at #%d, is also at #%d further down the same stack: the thread re-entered it while holding the lock", frameName(asker), caller, j)
+		}
+		if !once {
+			continue
+		}
+		for _, arg := range f.Args {
+			if l, ok := argAddr(arg.Value); ok && strings.HasPrefix(l.Symbol, k+"()::") {
+				return fmt.Sprintf("`%s` waits for the one-time initialisation of its static, and #%d (`%s`, %s=%s) is constructing that static on the same thread: the initialiser re-entered the function it initialises",
+					frameName(asker), j, frameName(f), arg.Name, l.Symbol)
+			}
+		}
+	}
+	return ""
+}
+
+// genericFrame: a function that recurs on any stack for reasons of its
+// own (call operators, std::function and thread trampolines).
+func genericFrame(k string) bool {
+	return strings.HasSuffix(k, "operator()") || strings.HasPrefix(k, "std::") || strings.HasPrefix(k, "__gnu_cxx::") ||
+		strings.HasPrefix(k, "core::ops::") || strings.HasPrefix(k, "tokio::") || isThreadStart(stacks.Frame{Func: k})
 }
 
 // allocatorOfWait names the allocator whose lock a thread waits for: the
@@ -308,7 +368,11 @@ func (a *Analysis) loneWaiterDiagnosis(lw loneWaiter) Diagnosis {
 			threadLabel(t), lock, site, p.Pid)
 		d.Chain = []string{waits, only,
 			"so the holder is the waiter itself, taking the lock a second time, or a thread that exited holding it, or (in a forked child) a thread of the parent at fork()"}
-		if lw.rule != nil {
+		if lw.reentry != "" {
+			d.Summary = fmt.Sprintf("%s waits for %s in %s, which it already holds: its own stack shows it re-entering the code that took the lock",
+				threadLabel(t), lock, site)
+			d.Chain = []string{waits, lw.reentry, only}
+		} else if lw.rule != nil {
 			d.Chain = append(d.Chain, fmt.Sprintf("the frames match known issue `%s`, in which the thread re-locks a lock it holds", lw.rule.ID))
 		} else {
 			d.Summary += " (or its holder exited, or the process is a forked child)"

@@ -265,3 +265,31 @@ func TestSignalReentryByAddress(t *testing.T) {
 	th2 := thread(91, "cache", mutexFrames("cache_get", "on_alarm", "<signal>", "cache_fill", "main")...)
 	none(t, "signal-handler-reentry", pasted(proc(91, th2)))
 }
+
+// Held locks from the stack (hand-written stacks in the shape of real
+// pastes): the function that asked for the lock further down the same
+// stack, and a static guard whose initialiser runs below its waiter,
+// make a lone waiter a self-deadlock at medium; without them it stays
+// low.
+func TestReentryOnStack(t *testing.T) {
+	recursion := thread(900, "main", append(mutexFrames("Registry::add", "Registry::load"), "Registry::add", "main")...)
+	d := one(t, "self-deadlock", pasted(proc(900, recursion)))
+	if d.Confidence != Medium {
+		t.Errorf("recursion: confidence %s, want medium", d.Confidence)
+	}
+	has(t, "chain", strings.Join(d.Chain, "\n"), "`Registry::add`, which asks for the lock at #3, is also at #5")
+
+	guard := thread(901, "main", "syscall", "__cxa_guard_acquire", "getHeap", "xxmalloc", "operator new", "Heap::Heap", "getHeap", "main")
+	guard.Stack[5].Args = []stacks.Arg{{Name: "this", Value: "0x7fc6ad350288 <getHeap()::buf>"}}
+	guard.Stack[6].Func = "initHeaps" // only the argument says which static is being built
+	d = one(t, "self-deadlock", pasted(proc(901, guard)))
+	if d.Confidence != Medium {
+		t.Errorf("guard: confidence %s, want medium", d.Confidence)
+	}
+	has(t, "chain", strings.Join(d.Chain, "\n"), "getHeap()::buf", "constructing that static")
+
+	plain := thread(902, "main", mutexFrames("Registry::add", "main")...)
+	if d := one(t, "self-deadlock", pasted(proc(902, plain))); d.Confidence != Low {
+		t.Errorf("no re-entry on the stack: confidence %s, want low", d.Confidence)
+	}
+}
