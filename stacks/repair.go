@@ -159,6 +159,8 @@ var (
 	chainSepRE   = regexp.MustCompile(`\s*(?:->|→|<-|←)\s*`)
 	chainFuncRE  = regexp.MustCompile(`^[A-Za-z_][\w:.~<>$()*\[\]]*(?:\+0x[0-9a-f]+)?$`)
 	wrapStartRE  = regexp.MustCompile(`^(?:#\d+\s|Thread |thread #|\* thread|frame #|goroutine \d|File "|PID |TID |created by |Traceback|Current thread|\d+ @ 0x|---|===|\[|\{|\}|"|</?[a-z])`)
+	hexTailRE    = regexp.MustCompile(`0x[0-9a-fA-F]*$`) // an address cut in two
+	hexHeadRE    = regexp.MustCompile(`^[0-9a-fA-F]+(?:\s|$)`)
 	wrapFrameRE  = regexp.MustCompile(`^\s*(?:#\d+\s|\* frame #|frame #|File "|at )|\.go:\d+|\.(?:c|cc|cpp|h|py|rs):\d|0x[0-9a-f]{6,}`)
 )
 
@@ -350,10 +352,14 @@ func (rp *repairer) unwrap(l repLine) repLine {
 			return l
 		}
 		rp.ahead = rp.ahead[1:]
-		if n := len(l.text); l.text[n-1] == ' ' || seg < 78 && !strings.HasSuffix(l.text, "/") {
-			l.text = strings.TrimRight(l.text, " ") + " " + nt // wrapped at a blank, which the wrap ate
+		// a line exactly as wide as a terminal or a mail client's hard
+		// wrap (72, 78–80) was cut mid-word; a shorter one at a blank,
+		// which the wrap ate
+		cut := len(strings.TrimRight(l.text[len(l.text)-seg:], " "))
+		if cut != 72 && cut < 78 && !strings.HasSuffix(l.text, "/") && !(hexTailRE.MatchString(l.text) && hexHeadRE.MatchString(nt)) {
+			l.text = strings.TrimRight(l.text, " ") + " " + nt
 		} else {
-			l.text += nt // cut at the edge of a terminal
+			l.text = strings.TrimRight(l.text, " ") + nt
 		}
 		seg = len(nt)
 		rp.fixed(l.no, "lines wrapped at 72–80 columns joined")

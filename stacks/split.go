@@ -20,7 +20,7 @@ import (
 // split their own pieces.
 
 var (
-	beginGoroutineRE = regexp.MustCompile(`^goroutine \d+ (?:gp=0x[0-9a-f]+ m=(?:\d+|nil) (?:mp=0x[0-9a-f]+ )?)?\[[^\]]{1,200}\]:$|^goroutine profile: total \d+$`)
+	beginGoroutineRE = regexp.MustCompile(`^goroutine \d+ (?:gp=0x[0-9a-f]+ m=(?:\d+|nil) (?:mp=0x[0-9a-f]+ )?)?\[[^\]]{1,200}\]:$`)
 	beginGDBRE       = regexp.MustCompile(`^Thread (\d+)(?:\.\d+)? \((?:Thread 0x[0-9a-fA-F]+ \(LWP \d+\)|LWP \d+|process \d+)[^()]*\):$`)
 	beginLLDBRE      = regexp.MustCompile(`^\* thread #\d+(?:, (?:name|queue|tid|stop reason) = |: tid = )|^Process \d+ stopped$`)
 	beginEUStackRE   = regexp.MustCompile(`^PID \d+ - process$`)

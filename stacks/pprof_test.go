@@ -1,0 +1,29 @@
+package stacks
+
+import "testing"
+
+func TestPprofGoldens(t *testing.T) { checkDumpGoldens(t, "pprof-goroutine", ParsePprofGoroutine, 0) }
+
+// TestPprofRecords: each record is as many goroutines as it counts; a
+// lock wait is told from the sync frames.
+func TestPprofRecords(t *testing.T) {
+	snap, skipped := parseStoredDump(t, "pprof-goroutine", "abba_debug1.txt", ParsePprofGoroutine)
+	checkSkipped(t, skipped)
+	p := snap.Processes[0]
+	if len(p.Threads) != 11 {
+		t.Fatalf("%d goroutines, want the profile's total, 11", len(p.Threads))
+	}
+	locks := 0
+	for _, th := range p.Threads {
+		if th.Goroutine.Status == "sync.Mutex.Lock" {
+			locks++
+		}
+	}
+	if locks != 2 {
+		t.Errorf("%d goroutines in sync.Mutex.Lock, want 2", locks)
+	}
+}
+
+func FuzzParsePprofGoroutine(f *testing.F) {
+	fuzzDumps(f, "pprof-goroutine", ParsePprofGoroutine, nil, "goroutine profile: total 1\n1 @ 0x1\n#\t0x1\tmain.main+0x1\t/a.go:1\n")
+}
