@@ -260,6 +260,12 @@ func (t *inlineTable) readUnit(d *dwarf.Data, off dwarf.Offset, base string) (ui
 			}
 		}
 		if e.Children {
+			if noFunctionsUnder(e) {
+				// Parameters, enumerators, a declaration's
+				// parameters: skipped by DW_AT_sibling, unread.
+				r.SkipChildren()
+				continue
+			}
 			stack = append(stack, level{scope: scope, inline: e.Tag == dwarf.TagInlinedSubroutine})
 		}
 	}
@@ -285,6 +291,22 @@ func (t *inlineTable) readUnit(d *dwarf.Data, off dwarf.Offset, base string) (ui
 
 // dwLangRust is DW_LANG_Rust.
 const dwLangRust = 0x1c
+
+// noFunctionsUnder says whether an entry's children can hold no function
+// definition, inlined call or scope of one: most of a C++ unit is such
+// entries (declarations of the headers' functions, their parameters).
+func noFunctionsUnder(e *dwarf.Entry) bool {
+	switch e.Tag {
+	case dwarf.TagSubprogram:
+		decl, _ := e.Val(dwarf.AttrDeclaration).(bool)
+		return decl
+	case dwarf.TagEnumerationType, dwarf.TagSubroutineType, dwarf.TagFormalParameter, dwarf.TagVariable,
+		dwarf.TagMember, dwarf.TagArrayType, dwarf.TagTemplateTypeParameter, dwarf.TagTemplateValueParameter,
+		dwarf.TagInheritance, dwarf.TagTypedef, dwarf.TagBaseType, dwarf.TagPointerType, dwarf.TagReferenceType:
+		return true
+	}
+	return false
+}
 
 // pendingRange is a range whose name is looked up once the unit is read.
 type pendingRange struct {
