@@ -3,6 +3,7 @@ package report_test
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -26,5 +27,22 @@ func TestTextCapsLongLists(t *testing.T) {
 	out := b.String()
 	if strings.Count(out, "blocks in read") != 25 || !strings.Contains(out, "… and 1975 more") {
 		t.Errorf("want 25 chain lines and '… and 1975 more':\n%.2000s", out)
+	}
+}
+
+// TestReadmeGoExample: the README's Go verdict is the one hangdoc gives
+// the go_abba golden today, word for word.
+func TestReadmeGoExample(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden, err := os.ReadFile("testdata/golden/go_abba.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(string(golden), "\n")
+	if !strings.Contains(string(readme), "\n"+first+"\n") {
+		t.Errorf("README's Go example is not today's verdict on go_abba:\n%s", first)
 	}
 }
