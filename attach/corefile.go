@@ -127,7 +127,7 @@ func Core(path string, opts CoreOptions) (snap *stacks.Snapshot, err error) {
 		}
 	}
 	mods := loadCoreModules(cf, opts)
-	notes = append(notes, mods.notes...)
+	notes = append(append(notes, mods.notes...), fetchedNotes(opts.fetch)...)
 	mem := cf.WithFiles(opts.Root)
 	mem.Resolve = mods.resolve
 	defer mem.Close()

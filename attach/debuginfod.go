@@ -32,7 +32,8 @@ func (o DebuginfodOptions) client() *module.Debuginfod {
 	return d
 }
 
-// fetchedNotes says which debug files came from a server.
+// fetchedNotes says which debug files came from a server, and which
+// servers failed.
 func fetchedNotes(d *module.Debuginfod) []string {
 	if d == nil {
 		return nil
@@ -40,6 +41,9 @@ func fetchedNotes(d *module.Debuginfod) []string {
 	var out []string
 	for _, f := range d.Fetched() {
 		out = append(out, "debug file of "+f+" (debuginfod)")
+	}
+	for _, f := range d.Failed() {
+		out = append(out, "debuginfod server "+f+": not asked again for 10 minutes (a file there marks it; --debuginfod=off not to ask at all)")
 	}
 	return out
 }

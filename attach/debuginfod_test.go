@@ -80,6 +80,37 @@ func TestDebuginfod(t *testing.T) {
 	}
 	t.Logf("attach with a fetch from the local server: %v (%v without a server)", took, base)
 
+	// A core of the stripped patient, read with an empty cache: its
+	// modules are loaded through the same path, so the debug file is
+	// fetched for it too.
+	if _, err := exec.LookPath("gdb"); err == nil {
+		cp := copyBinary(t, stripped)
+		p := patient.Start(t, cp)
+		corePath := patient.Gcore(t, p.Pid, t.TempDir())
+		p.Kill(t)
+		t.Setenv("XDG_CACHE_HOME", t.TempDir())
+		csnap, err := attach.Core(corePath, attach.CoreOptions{})
+		if err != nil {
+			t.Fatalf("Core: %v", err)
+		}
+		// A core has no thread names: the patient's functions are
+		// looked for on any stack.
+		var all []string
+		for _, th := range csnap.Processes[0].Threads {
+			all = append(all, names(th.Stack)...)
+		}
+		for _, fn := range []string{"ant_bite", "bee_sting", "cat_pounce", "dog_fetch", "main"} {
+			if indexOf(all, fn) < 0 {
+				t.Errorf("core: %s not named on any stack: %q", fn, all)
+			}
+		}
+		if findNote(csnap.Processes[0].Notes, "(debuginfod)") == "" {
+			t.Errorf("core: no note says a debug file came from debuginfod: %q", csnap.Processes[0].Notes)
+		}
+	} else {
+		patient.Missing(t, "gdb (gcore) not installed: the core case is not tested")
+	}
+
 	stopServer()
 	snap, _ = attachCopy(t, stripped, attach.DebuginfodOptions{})
 	checkMutex(true)(t, nil, snap.Processes[0])
@@ -94,6 +125,9 @@ func TestDebuginfod(t *testing.T) {
 	t.Setenv("DEBUGINFOD_URLS", url) // refused: nothing listens there now
 	snap, refused := attachCopy(t, stripped, attach.DebuginfodOptions{})
 	checkMutex(false)(t, nil, snap.Processes[0])
+	if findNote(snap.Processes[0].Notes, "debuginfod server "+url) == "" {
+		t.Errorf("no note says the server failed: %q", snap.Processes[0].Notes)
+	}
 	if refused > base+slack {
 		t.Errorf("server refusing connections: attach took %v, %v without a server", refused, base)
 	}
@@ -129,15 +163,7 @@ func TestDebuginfod(t *testing.T) {
 // attach.
 func attachCopy(t *testing.T, bin string, d attach.DebuginfodOptions) (*stacks.Snapshot, time.Duration) {
 	t.Helper()
-	cp := filepath.Join(t.TempDir(), "mutex_o2")
-	data, err := os.ReadFile(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(cp, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	p := patient.Start(t, cp)
+	p := patient.Start(t, copyBinary(t, bin))
 	start := time.Now()
 	snap, err := attach.Attach(context.Background(), []int{p.Pid}, attach.Options{Samples: 1, Debuginfod: d})
 	took := time.Since(start)
@@ -146,6 +172,21 @@ func attachCopy(t *testing.T, bin string, d attach.DebuginfodOptions) (*stacks.S
 	}
 	p.Kill(t)
 	return snap, took
+}
+
+// copyBinary copies bin to a new file (a new inode: parsed files are
+// cached by inode) in a temporary directory.
+func copyBinary(t *testing.T, bin string) string {
+	t.Helper()
+	cp := filepath.Join(t.TempDir(), "mutex_o2")
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cp, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return cp
 }
 
 // buildIDOf reads a file's GNU build id with readelf.

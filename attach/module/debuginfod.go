@@ -34,6 +34,7 @@ type Debuginfod struct {
 	mu       sync.Mutex
 	dead     map[string]bool
 	fetched  []string // "libfoo.so from URL", for notes
+	failed   []string // "URL: why", for notes
 }
 
 const (
@@ -88,6 +89,13 @@ func (d *Debuginfod) Fetched() []string {
 	return append([]string(nil), d.fetched...)
 }
 
+// Failed says which servers failed in this run, and why.
+func (d *Debuginfod) Failed() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]string(nil), d.failed...)
+}
+
 // debugFile returns the path of the cached debug file for build id id,
 // fetching it first if needed; "" when no server has it in time. name
 // (a base name) is for progress lines.
@@ -120,7 +128,7 @@ func (d *Debuginfod) debugFile(id, name string) string {
 		if !errors.Is(err, errNotThere) {
 			allMissed = false
 			if !errors.Is(err, errPartial) {
-				d.markDead(u)
+				d.markDead(u, err)
 			}
 		}
 		d.progress("debuginfod: %s: %v\n", name, err)
@@ -201,9 +209,10 @@ func (d *Debuginfod) isDead(u string) bool {
 	return recent(d.deadMark(u))
 }
 
-func (d *Debuginfod) markDead(u string) {
+func (d *Debuginfod) markDead(u string, why error) {
 	d.mu.Lock()
 	d.dead[u] = true
+	d.failed = append(d.failed, fmt.Sprintf("%s: %v", u, why))
 	d.mu.Unlock()
 	if os.MkdirAll(d.CacheDir, 0o755) == nil {
 		os.WriteFile(d.deadMark(u), []byte(u+"\n"), 0o644)
