@@ -113,6 +113,18 @@ func sameLockBelow(stack []stacks.Frame, caller, sig, below int) (int, string) {
 	if caller < sig {
 		asker = funcKey(stack[caller])
 	}
+	// The signal interrupted a trylock of the lock family the handler
+	// waits for: the lock word is set before the owner field is written,
+	// so the lock is the interrupted code's even when no owner shows.
+	if below < len(stack) {
+		if r := nativeRow(stack[below]); r != nil && r.Role == stacks.RoleTry {
+			for _, f := range stack[:caller] {
+				if w := nativeRow(f); w != nil && w.Role.IsLock() && w.Family == r.Family {
+					return below, "`" + r.Family + "`"
+				}
+			}
+		}
+	}
 	for i := below; i < len(stack); i++ {
 		if fam := lockFamily(stack[i]); above[fam] {
 			return i, fam

@@ -63,3 +63,18 @@ func TestSignalReentryNot(t *testing.T) {
 		})
 	}
 }
+
+// A signal that lands inside pthread_mutex_trylock after the lock word is
+// set and before the owner is written leaves a locked mutex with no owner
+// (seen live on the jemalloc signal-handler patient): the handler that
+// waits for a pthread mutex while the interrupted code was in trylock
+// re-takes its own lock. Hand-written stack of that shape.
+func TestReentryThroughInterruptedTrylock(t *testing.T) {
+	th := thread(300, "logger", append(mutexFrames("log_write"), "on_sigusr1", "<signal>",
+		"pthread_mutex_trylock", "try_log", "main")...)
+	d := one(t, "signal-handler-reentry", pasted(proc(300, th)))
+	has(t, "summary", d.Summary, "on_sigusr1", "pthread_mutex_trylock")
+	// the same handler over code that takes no lock: no claim
+	th2 := thread(301, "logger", append(mutexFrames("log_write"), "on_sigusr1", "<signal>", "compute", "main")...)
+	none(t, "signal-handler-reentry", pasted(proc(301, th2)))
+}

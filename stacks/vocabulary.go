@@ -37,6 +37,7 @@ const (
 	RoleSigwait    Role = "sigwait"    // waits for a signal
 	RoleYield      Role = "yield"      // gives the CPU away and runs again
 	RoleHolds      Role = "holds"      // a library function that holds a lock of its own while it runs
+	RoleTry        Role = "try"        // takes a lock without waiting (trylock): interrupted inside, it may hold it already
 	RoleSigframe   Role = "sigframe"   // the kernel's signal frame, by name (__restore_rt)
 	RoleHandler    Role = "handler"    // a signal handler, by its name
 	RoleFork       Role = "fork"       // fork() and its callers, which go on in both processes
@@ -46,7 +47,7 @@ const (
 
 var roles = map[Role]bool{RoleAcquire: true, RoleSpin: true, RoleOnce: true, RoleCond: true, RoleJoin: true, RolePark: true, RoleSyscall: true,
 	RoleChannel: true, RoleCollective: true, RoleGIL: true, RoleIO: true, RoleSleep: true, RoleChild: true, RoleSigwait: true,
-	RoleYield: true, RoleHolds: true, RoleSigframe: true, RoleHandler: true, RoleFork: true, RoleForkChild: true, RoleForkParent: true}
+	RoleYield: true, RoleHolds: true, RoleTry: true, RoleSigframe: true, RoleHandler: true, RoleFork: true, RoleForkChild: true, RoleForkParent: true}
 
 // IsLock reports whether a frame of this role waits for a lock that some
 // thread holds (a once-initialiser is held by the thread running it).
