@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -250,8 +251,9 @@ type piece struct {
 	format *Format
 	forced bool
 	ids    pieceIDs
-	buf    []byte // the current line's bytes not yet read
-	lines  int    // lines given so far
+	counts pieceCounts // missing.go
+	buf    []byte      // the current line's bytes not yet read
+	lines  int         // lines given so far
 	// where the piece's lines came from: piece line k (1-based) is input
 	// line at[i].no + k - at[i].k for the last at[i].k <= k
 	at          []lineAt
@@ -306,6 +308,9 @@ func (p *piece) advance() bool {
 			return false
 		}
 	}
+	if p.format.Name == "gdb" && t != "" {
+		p.count(t)
+	}
 	p.src.ahead = p.src.ahead[1:]
 	p.lines++
 	if p.lines == 1 {
@@ -317,6 +322,22 @@ func (p *piece) advance() bool {
 	p.last = l.no
 	p.buf = append(append(p.buf[:0], l.text...), '\n')
 	return true
+}
+
+// count takes note of the threads a gdb line says the process has.
+func (p *piece) count(t string) {
+	switch {
+	case strings.HasPrefix(t, "Thread "):
+		if m := beginGDBRE.FindStringSubmatch(t); m != nil {
+			if n, err := strconv.Atoi(m[1]); err == nil && n < 1<<20 {
+				p.counts.maxThread = max(p.counts.maxThread, n)
+			}
+		}
+	case strings.HasPrefix(t, "[New "):
+		if gdbNewLWPRE.MatchString(t) {
+			p.counts.newLWP++
+		}
+	}
 }
 
 // inputLine maps line k of the piece to the input's line.
@@ -392,6 +413,7 @@ func (s *pieceSource) parseAll(f *Format, forced bool) (*Snapshot, []Skipped, st
 		}
 		switch {
 		case snap != nil:
+			noteMissing(snap, p.counts)
 			snaps = append(snaps, snap)
 			if !slices.Contains(names, f.Name) {
 				names = append(names, f.Name)

@@ -16,6 +16,10 @@ const (
 	exitHang     = 1 // a hang was named
 	exitUsage    = 2 // bad flags or arguments
 	exitAnalysis = 3 // could not analyse (no such process, no permission, …)
+	// exitNoVerdict: a pasted dump was read, and it holds too little to
+	// say anything (one thread of many, a cut dump, no symbols): not the
+	// "nothing looks hung" of exitOK.
+	exitNoVerdict = 4
 )
 
 // usageError marks errors that are the caller's to fix in the command line.

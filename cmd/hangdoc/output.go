@@ -72,6 +72,12 @@ func (o *reportOptions) diagnoseAndReport(ios *ioStreams, snap *stacks.Snapshot,
 	if ios.leftOut && ios.exitCode != exitHang {
 		ios.exitCode = exitAnalysis
 	}
+	if len(diags) == 0 && ios.exitCode == exitOK && snap.Source != "attach" && snap.Source != "core" {
+		// a paste, read, and no verdict of any kind (not even "sleeping"):
+		// the evidence is too thin, which is not "nothing looks hung"
+		ios.exitCode = exitNoVerdict
+		fmt.Fprintf(ios.errOut, "hangdoc: no verdict from this evidence (%s); %s\n", stacks.Holds(snap), stacks.WhatToPaste(snap.Source))
+	}
 	switch o.format {
 	case "json":
 		return report.JSON(ios.out, snap, diags)
