@@ -170,7 +170,9 @@ func pySpyGILWaiters(p *stacks.Process, holder *stacks.Thread) []ThreadRef {
 
 func matchGILDeadlock(a *Analysis) []Diagnosis {
 	var ds []Diagnosis
+	done := map[*stacks.Process]bool{}
 	for _, f := range findGILDeadlocks(a) {
+		done[f.holder.Proc] = true
 		h := f.holder.Thread
 		lock := "a native mutex"
 		if m := h.Wait; m != nil && m.Mutex != nil {
@@ -227,7 +229,7 @@ func matchGILDeadlock(a *Analysis) []Diagnosis {
 		d.Pids, d.Tids = orderRefs(refs...)
 		ds = append(ds, d)
 	}
-	return ds
+	return append(ds, matchLoneGIL(a, done)...)
 }
 
 // gilSite says where a thread waits for the GIL: "`PyEval_RestoreThread`

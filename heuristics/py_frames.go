@@ -171,8 +171,8 @@ func waitsForGIL(t *stacks.Thread) bool {
 			return false
 		case isGILFrame(f):
 			return true
-		case f.Func == "", isFutexFrame(f), isCondFrame(f), isLockFrame(f):
-			continue
+		case f.Func == "", isFutexFrame(f), isCondFrame(f), isLockFrame(f), frameRole(f) == stacks.RoleAcquire:
+			continue // before Python 3.2 the GIL is a PyThread lock: PyEval_RestoreThread → PyThread_acquire_lock
 		}
 		return false
 	}
