@@ -184,7 +184,38 @@ func openTargetWith(pid int, opts Options) (*target, error) {
 	}
 	tg.lineage()
 	tg.openGo(opts.GoWithoutDWARF)
+	if tg.golang == nil {
+		warmSymbols(space, pid, exe)
+	}
 	return tg, nil
+}
+
+// warmSymbols reads, before any thread is stopped, the line and inline
+// tables (DWARF, read on first use) of the files the stacks will need
+// first: the executable's, and those where blocked threads stand as /proc
+// tells without a stop. Otherwise the first sample of a cold attach reads
+// them between two threads' stops, and reads its threads further apart.
+func warmSymbols(space *module.Space, pid int, exe string) {
+	for _, m := range space.Modules() {
+		if m.Path == exe {
+			space.SymbolizeInline(m.Start) // the line table is read whole
+		}
+	}
+	tids, err := listTasks(pid)
+	if err != nil {
+		return
+	}
+	seen := map[*module.Loaded]bool{}
+	for _, tid := range tids {
+		sc, err := readSyscall(pid, tid)
+		if err != nil || sc.Running || sc.PC == 0 {
+			continue
+		}
+		if l := space.Lookup(sc.PC); l != nil && !seen[l] {
+			seen[l] = true
+			space.SymbolizeInline(sc.PC)
+		}
+	}
 }
 
 // finish computes per-thread figures once sampling is over.
