@@ -197,12 +197,12 @@ func (f fn) fileLine(pc uint64) (string, int) {
 	line := f.value(f.field(24), pc)
 	file := f.value(f.field(20), pc)
 	if file < 0 {
-		return "?", int(line)
+		return "", int(line)
 	}
 	cu := f.field(32)
 	off := f.t.u32(f.t.cutab, 4*int(cu+uint32(file)))
 	if off == ^uint32(0) || int(off) >= len(f.t.filetab) {
-		return "?", int(line)
+		return "", int(line)
 	}
 	return cstring(f.t.filetab[off:]), int(line)
 }
@@ -250,7 +250,7 @@ func (f fn) calls(pc uint64) []call {
 func (t *pclntab) byName(name string) (fn, bool) {
 	for i := 0; i < t.nfunc; i++ {
 		off := int(t.u32(t.ftab, 8*i+4))
-		if off <= 0 || off+8 > len(t.ftab) {
+		if off <= 0 || off+int(t.l.funcSize) > len(t.ftab) {
 			continue
 		}
 		if t.funcName(int32(t.u32(t.ftab, off+4))) == name {
