@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/hangdoc/hangdoc/stacks"
 )
@@ -53,13 +54,27 @@ var (
 	helperThreadRE = regexp.MustCompile(`(?i)proxy|watchdog|heartbeat|progress_?thread|async_?job`)
 )
 
-// collectiveFrame: a frame of a collective operation.
+// collectiveFrame: a frame of a collective operation: a vocabulary row
+// of the collective role (Open MPI's progress engine, MPI, NCCL, Gloo),
+// or a name that says so. The names' answer is kept per function name:
+// the regexps are read once per distinct name, not once per frame.
 func collectiveFrame(f stacks.Frame) bool {
-	if f.Func == "" || f.Signal || notCollectiveRE.MatchString(f.Func) {
+	if f.Func == "" || f.Signal {
 		return false
 	}
-	return collectiveRE.MatchString(f.Func) || ringRE.MatchString(f.Func)
+	if frameRole(f) == stacks.RoleCollective {
+		return true
+	}
+	if v, ok := collectiveNames.Load(f.Func); ok {
+		return v.(bool)
+	}
+	v := !notCollectiveRE.MatchString(f.Func) && (collectiveRE.MatchString(f.Func) || ringRE.MatchString(f.Func))
+	collectiveNames.Store(f.Func, v)
+	return v
 }
+
+// collectiveNames memoises collectiveFrame's reading of a name.
+var collectiveNames sync.Map
 
 // rankView is one process of the job as the straggler analysis sees it.
 type rankView struct {

@@ -136,6 +136,14 @@ func asSpinner(a *Analysis, f threadFacts, cpuEvidence bool) (spinner, bool) {
 	if len(st) == 0 {
 		return spinner{}, false
 	}
+	for _, fr := range st {
+		if frameRole(fr) == stacks.RoleCollective {
+			// A rank polls its progress engine while it waits for the
+			// others (opal_progress): a collective waiter, not a spin;
+			// collective-straggler names the rank that is elsewhere.
+			return spinner{}, false
+		}
+	}
 	loop, named := spinLoopFunc(st)
 	s := spinner{f: f, loop: loop, named: named, cpu: threadCPU(a, f)}
 	if cpuEvidence && len(f.samples) >= 2 {

@@ -158,3 +158,25 @@ func TestSpinWaitUnnamedLoopSamePCs(t *testing.T) {
 		t.Errorf("moving PCs claimed: %+v", ds)
 	}
 }
+
+// An MPI rank busy-polls its progress engine while it waits in a
+// collective (hand-written, the shape of Open MPI's stacks): CPU in
+// every sample, the same stack, a waiting name, and still no spin claim:
+// it waits for the other ranks, and collective-straggler names the one
+// that is elsewhere.
+func TestCollectivePollingIsNoSpin(t *testing.T) {
+	sleeper := func() *stacks.Thread {
+		return nbThread(12, "producer", nbTimes(3, nbBlocked("futex", nbFrames("futex_wait", "pthread_cond_wait", "producer_idle")))...)
+	}
+	rank := nbFrames("opal_progress", "ompi_request_default_wait", "ompi_coll_base_barrier_intra_recursivedoubling", "PMPI_Barrier", "main")
+	snap := nbSnap(true, nbProc(10, nbThread(11, "rank0", nbTimes(3, nbRunning(50, rank))...), sleeper()))
+	if ds := nbMatch(t, "spin-wait-starved", snap); len(ds) != 0 {
+		t.Errorf("a rank polling in MPI_Barrier is claimed a spin: %s", ds[0].Summary)
+	}
+	// the same polling outside a collective is a spin
+	loop := nbFrames("poll_for_flag", "ompi_request_default_wait_flag", "main")
+	snap = nbSnap(true, nbProc(10, nbThread(11, "rank0", nbTimes(3, nbRunning(50, loop))...), sleeper()))
+	if ds := nbMatch(t, "spin-wait-starved", snap); len(ds) != 1 {
+		t.Errorf("a polling loop outside a collective: %d spin claims, want 1", len(ds))
+	}
+}
