@@ -23,23 +23,29 @@ func init() {
 }
 
 var (
-	flTreeRE    = regexp.MustCompile(`^(?:[│|├└┣┗╰\\+` + "`" + `─-]+\s*)+`)
-	flAtRE      = regexp.MustCompile(`^@\s+0x[0-9a-fA-F]+\s+(?:\d+\s+)?(\S.*)$`)
-	flPCRE      = regexp.MustCompile(`^(?:\d+\s+)?0x[0-9a-fA-F]+(?:\s+in)?\s+(\S.*)$`)
-	flGDBRE     = regexp.MustCompile(`^([^\s(]+) \(.*\)(?: (?:at (\S+):(\d+)|from (\S+)))?$`)
-	flFileRE    = regexp.MustCompile(`^([^\s(]+) \((\S+?):(\d+)\)$`)
-	flBareRE    = regexp.MustCompile(`^[A-Za-z_$][\w:.~<>$()*\[\]]*(?:\+0x[0-9a-f]+)?$`)
-	flCSVRE     = regexp.MustCompile(`^\d+,\d+,(\s*)(\S.*)$`)
-	flAtFileRE  = regexp.MustCompile(`^at (\S+):(\d+)$`)
-	flThreadRE  = regexp.MustCompile(`\b(?:[Tt]hread|[Gg]oroutine|LWP|tid|TID)[ #=:]*(\d+)`)
-	flEntryFunc = map[string]bool{"main": true, "_start": true, "start_thread": true, "clone": true, "clone3": true, "__libc_start_main": true, "runtime.main": true, "runtime.goexit": true, "<module>": true}
+	flTreeRE     = regexp.MustCompile(`^(?:[│|├└┣┗╰\\+` + "`" + `─-]+\s*)+`)
+	flAtRE       = regexp.MustCompile(`^@\s+0x[0-9a-fA-F]+\s+(?:\d+\s+)?(\S.*)$`)
+	flPCRE       = regexp.MustCompile(`^(?:\d+\s+)?0x[0-9a-fA-F]+(?:\s+in)?\s+(\S.*)$`)
+	flGDBRE      = regexp.MustCompile(`^([^\s(]+) \(.*\)(?: (?:at (\S+):(\d+)|from (\S+)))?$`)
+	flFileRE     = regexp.MustCompile(`^([^\s(]+) \((\S+?):(\d+)\)$`)
+	flBareRE     = regexp.MustCompile(`^[A-Za-z_$][\w:.~<>$()*\[\]]*(?:\+0x[0-9a-f]+)?$`)
+	flCSVRE      = regexp.MustCompile(`^\d+,\d+,(\s*)(\S.*)$`)
+	flAtFileRE   = regexp.MustCompile(`^at (\S+?):(\d+)(?::\d+)?$`)
+	flSymsRE     = regexp.MustCompile(`^(?:\[\d+\]\s+)?(\S+)\(([^()\s]*?)(?:\+0x[0-9a-fA-F]+)?\) \[0x([0-9a-fA-F]+)\]$`) // glibc's backtrace_symbols
+	flRustRE     = regexp.MustCompile(`^\d+:\s+(?:0x([0-9a-fA-F]+) - )?(\S.*?)(?:::h[0-9a-f]{16})?$`)
+	flFileOnlyRE = regexp.MustCompile(`^File: '(\S+?):(\d+)'$`)
+	flBlockedRE  = regexp.MustCompile(`^Thread: (\d+) waits for thread: (\d+)`)
+	flRankRE     = regexp.MustCompile(`^\[\d+\]\s+`)
+	flThreadRE   = regexp.MustCompile(`\b(?:[Tt]hread|[Gg]oroutine|LWP|tid|TID)[ #=:]*(\d+)`)
+	flEntryFunc  = map[string]bool{"main": true, "_start": true, "start_thread": true, "clone": true, "clone3": true, "__libc_start_main": true, "runtime.main": true, "runtime.goexit": true, "<module>": true}
 )
 
 // sniffFrames counts the lines that read as frames.
 func sniffFrames(head []byte) int {
 	n := 0
 	for _, line := range strings.Split(string(sniffText(head)), "\n") {
-		if _, ok := frameListLine(strings.TrimSpace(line)); ok {
+		t := strings.TrimSpace(line)
+		if _, ok := frameListLine(t); ok || flBlockedRE.MatchString(t) {
 			n++
 		}
 	}
@@ -56,6 +62,18 @@ func frameListLine(t string) (Frame, bool) {
 	}
 	if m := flCSVRE.FindStringSubmatch(t); m != nil {
 		t = m[2]
+	}
+	if m := flSymsRE.FindStringSubmatch(t); m != nil {
+		pc, _ := strconv.ParseUint(m[3], 16, 64)
+		return Frame{Func: Demangle(m[2]), Module: m[1], PC: pc}, true
+	}
+	if m := flFileOnlyRE.FindStringSubmatch(t); m != nil {
+		line, _ := strconv.Atoi(m[2])
+		return Frame{File: m[1], Line: line}, true
+	}
+	if m := flRustRE.FindStringSubmatch(t); m != nil && (m[1] != "" || strings.Contains(m[2], "::")) && !strings.ContainsAny(m[2], " ") {
+		pc, _ := strconv.ParseUint(m[1], 16, 64)
+		return Frame{Func: m[2], PC: pc}, true
 	}
 	if m := flTreeRE.FindStringIndex(t); m != nil && m[1] < len(t) {
 		t = strings.TrimSpace(t[m[1]:])
@@ -115,6 +133,7 @@ func ParseFrames(r io.Reader) (*Snapshot, []Skipped, error) {
 	var snap *Snapshot
 	if len(p.proc.Threads) > 0 {
 		snap = &Snapshot{Schema: Schema, Source: "frames", Samples: 1, Processes: []*Process{p.proc}}
+		snap.Evidence.Owners = p.owners
 		p.proc.Notes = append(p.proc.Notes, "read as a plain list of frames: no thread ids, states or lock addresses; a tool's own dump (gdb `thread apply all bt`, `kill -QUIT` for Go, `py-spy dump --native`, jstack) says more")
 	}
 	snap, err := readResult(snap, readErr, func() error {
@@ -134,6 +153,7 @@ type flParser struct {
 	path    []Frame
 	pathInd []int
 	pathN   string
+	owners  bool // gdb's blocked command named owners
 }
 
 func (p *flParser) line(l textLine) {
@@ -146,6 +166,13 @@ func (p *flParser) line(l textLine) {
 	if m := flCSVRE.FindStringSubmatch(l.text); m != nil {
 		p.csvLine(l, m)
 		return
+	}
+	if m := flBlockedRE.FindStringSubmatch(l.text); m != nil {
+		p.blocked(m)
+		return
+	}
+	if m := flRankRE.FindStringIndex(l.text); m != nil && !flSymsRE.MatchString(l.text) {
+		l.text = l.text[m[1]:] // mpirun -l's "[rank] " label
 	}
 	if f, ok := frameListLine(l.text); ok {
 		p.cur = append(p.cur, f)
@@ -161,6 +188,17 @@ func (p *flParser) line(l textLine) {
 	p.end()
 	p.header = l.text
 	p.track.skip(l.no, "not a frame")
+}
+
+// blocked reads gdb's `blocked` command (a gdb extension that reads
+// mutex owners): "Thread: 48802 waits for thread: 46656 AND DEADLOCKED".
+func (p *flParser) blocked(m []string) {
+	p.end()
+	tid, _ := strconv.Atoi(m[1])
+	owner, _ := strconv.Atoi(m[2])
+	p.proc.Threads = append(p.proc.Threads, &Thread{Tid: tid, Stack: []Frame{}, State: "S",
+		Wait: &Wait{Nr: -1, Mutex: &Mutex{Addr: uint64(tid), Owner: owner, Symbol: "a lock held by thread " + m[2]}}})
+	p.owners = true
 }
 
 // csvLine reads a line of DDT's merged stacks: each leaf of the tree is

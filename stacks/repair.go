@@ -30,17 +30,18 @@ type repLine struct {
 
 // repairer yields repaired lines.
 type repairer struct {
-	br      *bufio.Reader
-	buf     []byte
-	no      int
-	err     error
-	done    bool
-	ahead   []repLine // lines read and cleaned, not yet repaired
-	out     []repLine // lines repaired, not yet taken (a chain makes several)
-	fixes   map[string]*repairCount
-	grepNo  int  // the grep -n line number the next line should carry; 0 when not in grep output
-	chainNo int  // hand-written call chains made into threads so far
-	noLook  bool // cleaning a line read ahead: no further look-ahead
+	br          *bufio.Reader
+	buf         []byte
+	no          int
+	err         error
+	done        bool
+	ahead       []repLine // lines read and cleaned, not yet repaired
+	out         []repLine // lines repaired, not yet taken (a chain makes several)
+	fixes       map[string]*repairCount
+	grepNo      int  // the grep -n line number the next line should carry; 0 when not in grep output
+	chainNo     int  // hand-written call chains made into threads so far
+	noLook      bool // cleaning a line read ahead: no further look-ahead
+	placeholder int  // goroutine ids made for "goroutine NNNNN"
 }
 
 // repairCount is how often one kind of repair was made, and where first.
@@ -153,6 +154,11 @@ var (
 	// a reader's mark on a line: "<-- holds the lock", "--->>> takes B", "// here"
 	annotRE      = regexp.MustCompile(`\s+(?:<-{1,}|<={1,}|←|-{2,}>+|={2,}>+|//)\s*[^\s)].*$|\s+(?:<-{2,}|←)\s*$`)
 	leadArrowRE  = regexp.MustCompile(`^(\s*)(?:-+>+|=+>+|→|>>>)\s+`)
+	spacedNumRE  = regexp.MustCompile(`^(\s*)# (\d+)  `)                                      // "# 0  syscall ()": a number kept from GitHub's issue links
+	autolinkRE   = regexp.MustCompile(` ?<https?://github\.com/[^>\s]+/(?:issues|pull)/\d+>`) // "#5 <https://github.com/o/r/issues/5>"
+	backtickRE   = regexp.MustCompile("^`([^`]+)`$")
+	goPlaceRE    = regexp.MustCompile(`^(\s*)goroutine [A-Za-z?]+ \[`)
+	logLevelRE   = regexp.MustCompile(`^\s*(?:ERROR|WARN|WARNING|INFO|DEBUG|TRACE)\s+[\w:.-]*\s*\| ?`)
 	emptyFrameRE = regexp.MustCompile(`^\s*#\d+\s*$`)
 	abridgeRE    = regexp.MustCompile(`^(?:\.{3}|…|\[(?:\.{3}|…)\]|\((?:\.{3}|…)\)|<(?:\.{3}|…)>|[<\[]?snip(?:ped)?[>\]]?|\(?(?:\.{3}|…)?\s*\d+ more(?: frames?)?\)?|\[?\(?\d+ (?:more )?(?:frames?|lines?) (?:omitted|elided|skipped|removed|hidden)\)?\]?)$`)
 	htmlTagRE    = regexp.MustCompile(`^</?(?:details|summary|pre|code|p|br|blockquote|div)(?:\s[^<>]*)?/?>`)
@@ -183,6 +189,10 @@ func (rp *repairer) clean(l repLine) repLine {
 		if len(s) == before {
 			break
 		}
+	}
+	if m := backtickRE.FindStringSubmatch(s); m != nil {
+		s = m[1]
+		rp.fixed(l.no, "lines quoted as inline code (`…`) unquoted")
 	}
 	if t := strings.TrimSpace(s); t != "" && t[0] == '<' {
 		for {
@@ -223,6 +233,9 @@ func (rp *repairer) prefixes(no int, s string) string {
 	if len(s) > 20 && isDigit(s[0]) && s[4] == '-' {
 		if m := timestampRE.FindStringIndex(s); m != nil {
 			s = s[m[1]:]
+			if m := logLevelRE.FindStringIndex(s); m != nil {
+				s = s[m[1]:] // "ERROR deadlock   | ": a logger's level and target
+			}
 			rp.fixed(no, "time stamps removed")
 		}
 	} else if len(s) > 8 && (s[0] == '[' || isDigit(s[0])) {
@@ -325,6 +338,21 @@ func (rp *repairer) next() (repLine, bool) {
 		if m := annotRE.FindStringIndex(l.text); m != nil && strings.Count(l.text[:m[0]], "\"")%2 == 0 {
 			l.text = l.text[:m[0]]
 			rp.fixed(l.no, "a reader's marks (arrows, '<-- …' notes) removed")
+		}
+		if strings.Contains(l.text, "<http") {
+			if t := autolinkRE.ReplaceAllString(l.text, ""); t != l.text {
+				l.text = t
+				rp.fixed(l.no, "GitHub's links on frame numbers (#5 <https://github.com/…/issues/5>) removed")
+			}
+		}
+		if m := spacedNumRE.FindStringSubmatchIndex(l.text); m != nil {
+			l.text = l.text[:m[3]] + "#" + l.text[m[4]:m[5]] + "  " + l.text[m[1]:]
+			rp.fixed(l.no, "frame numbers written '# 0' read as '#0'")
+		}
+		if m := goPlaceRE.FindStringSubmatchIndex(l.text); m != nil {
+			rp.placeholder++
+			l.text = l.text[:m[3]] + fmt.Sprintf("goroutine %d [", 1000000+rp.placeholder) + l.text[m[1]:]
+			rp.fixed(l.no, "goroutine ids written by hand (goroutine NNNNN) numbered from 1000001")
 		}
 		if emptyFrameRE.MatchString(l.text) {
 			l.text = strings.TrimRight(l.text, " \t") + "  <signal handler called>"

@@ -79,6 +79,25 @@ var damages = []damage{
 		}
 		return out
 	}},
+	{"inline-code", "inline code", func(ls []string) []string {
+		return eachLine(ls, func(i int, l string) string {
+			if strings.TrimSpace(l) == "" || strings.Contains(l, "`") {
+				return l
+			}
+			return "`" + l + "`"
+		})
+	}},
+	{"github-numbers", "'# 0'", func(ls []string) []string {
+		return eachLine(ls, func(i int, l string) string {
+			if n, ok := frameNumber(l); ok && strings.HasPrefix(l, "#"+n+"  ") {
+				if i%2 == 0 {
+					return "# " + n + "  " + l[len(n)+3:]
+				}
+				return "#" + n + " <https://github.com/o/r/issues/" + n + ">  " + l[len(n)+3:]
+			}
+			return l
+		})
+	}},
 	{"wrapped-80", "wrapped at 72–80 columns", func(ls []string) []string {
 		var out []string
 		for _, l := range ls {
