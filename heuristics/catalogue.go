@@ -18,6 +18,15 @@ type Signature struct {
 	// lock explains the cycle-free wait better than lost-wakeup does).
 	Rank  int
 	Match func(a *Analysis) []Diagnosis
+	// Needs is the evidence the verdict rests on when a live attach reads
+	// it ("owners", "lineage", "cpu"): a snapshot without it gets at most
+	// medium and a line saying what is missing and how to get it.
+	Needs []string
+	// Derived marks a verdict that reads other signatures' findings
+	// (waiting-on-process links to the stuck process's finding, the calm
+	// verdicts stand back where a deadlock was found): it runs after the
+	// root signatures, whose findings it reads through their accessors.
+	Derived bool
 }
 
 // Catalogue lists every built-in signature, most specific first. Each
@@ -59,7 +68,7 @@ func Analyze(snap *stacks.Snapshot, opts Options) (*Analysis, []Diagnosis) {
 	rules := RulesInForce(opts.Rules)
 	a.rules = rules
 	var out []Diagnosis
-	for _, s := range sortedCatalogue() {
+	for _, s := range runOrder() {
 		for _, d := range s.Match(a) {
 			if d.ID == "" {
 				d.ID = s.ID
@@ -79,6 +88,14 @@ func Analyze(snap *stacks.Snapshot, opts Options) (*Analysis, []Diagnosis) {
 	noteUnreadGoroutines(a, out)
 	rank(out)
 	return a, out
+}
+
+// runOrder is the catalogue with root signatures first, then derived
+// verdicts, each by rank.
+func runOrder() []*Signature {
+	c := sortedCatalogue()
+	sort.SliceStable(c, func(i, j int) bool { return !c[i].Derived && c[j].Derived })
+	return c
 }
 
 func sortedCatalogue() []*Signature {

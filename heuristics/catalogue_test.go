@@ -104,3 +104,26 @@ func TestDiagnoseTopLockVerdict(t *testing.T) {
 		}
 	}
 }
+
+// Each signature declares the evidence it needs with itself, in words
+// noteAbsentEvidence can say; derived verdicts run after the roots.
+func TestSignaturesDeclareTheirNeeds(t *testing.T) {
+	for _, s := range Catalogue {
+		for _, n := range s.Needs {
+			if evidenceWords[n] == "" {
+				t.Errorf("%s needs %q, which no snapshot field says", s.ID, n)
+			}
+		}
+	}
+	if s := Lookup("self-deadlock"); s == nil || len(s.Needs) == 0 {
+		t.Error("self-deadlock declares no need for mutex owners")
+	}
+	seenDerived := false
+	for _, s := range runOrder() {
+		if s.Derived {
+			seenDerived = true
+		} else if seenDerived {
+			t.Errorf("root signature %s runs after a derived one", s.ID)
+		}
+	}
+}

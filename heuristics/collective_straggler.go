@@ -28,8 +28,10 @@ in a different order on one rank (a branch that differs between ranks, an early
 return, an exception caught on one rank), a wait on a device, fence or I/O that
 never completes, or a rank that crashed. NCCL_DEBUG=INFO and
 TORCH_DISTRIBUTED_DEBUG=DETAIL show which collective each rank issued.`,
-		Rank:  45,
-		Match: matchCollectiveStraggler,
+		Needs:   []string{"cpu"},
+		Derived: true,
+		Rank:    45,
+		Match:   matchCollectiveStraggler,
 	})
 }
 

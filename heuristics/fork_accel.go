@@ -31,6 +31,7 @@ torch.multiprocessing with spawn; DataLoader(multiprocessing_context="spawn")),
 or initialise the driver only in the child, after fork, never in the parent.`,
 		// Before fork-inherited-lock (10): when both claim a wait, this
 		// one says more (the lock is the driver's, the fix is spawn).
+		Needs: []string{"lineage"},
 		Rank:  8,
 		Match: matchForkAfterAccel,
 	})

@@ -18,6 +18,7 @@ func init() {
 			"by exec), or Python multiprocessing's 'spawn' or 'forkserver' start method. A library that must " +
 			"survive fork takes its locks in a pthread_atfork prepare handler and releases them in the parent " +
 			"and child handlers, or re-initialises them in the child.",
+		Needs: []string{"owners", "lineage"},
 		Rank:  10,
 		Match: matchForkInheritedLock,
 	})

@@ -21,6 +21,7 @@ func init() {
 			"(Py_BEGIN_ALLOW_THREADS … pthread_mutex_lock … Py_END_ALLOW_THREADS), and never take the GIL " +
 			"back while holding a native lock a GIL holder may wait for: release the native lock first, so " +
 			"the GIL is always taken after, never while, holding it.",
+		Needs: []string{"owners"},
 		Rank:  12,
 		Match: matchGILDeadlock,
 	})

@@ -18,8 +18,9 @@ func init() {
 		Fix: "Follow the chain: each goroutine waits on something another blocked goroutine would have to do. " +
 			"Break the cycle (unlock, send, close or call Done on the path that returns early), and give the " +
 			"waits a way out (a context with a deadline, select on ctx.Done()).",
-		Rank:  85,
-		Match: matchGoAllAsleep,
+		Derived: true,
+		Rank:    85,
+		Match:   matchGoAllAsleep,
 	})
 }
 

@@ -20,8 +20,9 @@ that no deadlock signature claims.`,
 socket, the process holding the other end of the pipe (if it is hung too, run
 hangdoc attach on it), the device or file. Give the read a timeout if the peer
 may never answer.`,
-		Rank:  120,
-		Match: matchCalm("io-wait", ioWaitDiagnosis),
+		Derived: true,
+		Rank:    120,
+		Match:   matchCalm("io-wait", ioWaitDiagnosis),
 	})
 }
 

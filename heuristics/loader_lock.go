@@ -19,6 +19,7 @@ func init() {
 			"initialisation) that other threads can hold while calling into the loader. Load libraries before " +
 			"starting threads or outside the application lock, and move work out of constructors into an " +
 			"explicit init called after dlopen returns.",
+		Needs: []string{"owners"},
 		Rank:  30,
 		Match: matchLoaderLock,
 	})

@@ -19,6 +19,7 @@ func init() {
 		Fix: "Take these locks in one global order everywhere; where code needs several at once, lock them " +
 			"together (std::scoped_lock, std::lock) or use pthread_mutex_trylock and back off. Do not join or " +
 			"wait for a thread while holding a lock it needs.",
+		Needs: []string{"owners"},
 		Rank:  40,
 		Match: func(a *Analysis) []Diagnosis { return append(matchLockOrderCycle(a), matchGoLockCycle(a)...) }, // goroutines: go_lock_cycle.go
 	})

@@ -19,8 +19,10 @@ func init() {
 			"(pthread_cond_signal with no waiter is lost; the predicate is not). Check that every path of " +
 			"the producer signals, including errors and shutdown, that the thread meant to signal is still " +
 			"alive, and use pthread_cond_broadcast when waiters wait for different conditions on one condvar.",
-		Rank:  90,
-		Match: matchLostWakeup,
+		Needs:   []string{"cpu"},
+		Derived: true,
+		Rank:    90,
+		Match:   matchLostWakeup,
 	})
 }
 

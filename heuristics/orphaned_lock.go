@@ -15,6 +15,7 @@ func init() {
 			"pthread_cleanup_push around cancellation points, no return or pthread_exit with the lock held. " +
 			"For a lock shared with threads or processes that can die, use a robust mutex " +
 			"(pthread_mutexattr_setrobust) and handle EOWNERDEAD with pthread_mutex_consistent.",
+		Needs: []string{"owners"},
 		Rank:  50,
 		Match: matchOrphanedLock,
 	})

@@ -19,8 +19,9 @@ to a process that no deadlock signature claims.`,
 py-spy top --pid PID) instead of debugging a hang; if it should have finished,
 look at what the busiest thread loops over, and sample again later to see
 whether it moves on.`,
-		Rank:  110,
-		Match: matchCalm("progressing", progressingDiagnosis),
+		Derived: true,
+		Rank:    110,
+		Match:   matchCalm("progressing", progressingDiagnosis),
 	})
 }
 

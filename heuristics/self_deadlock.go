@@ -19,6 +19,7 @@ func init() {
 			"before the nested call, or split the function into a variant that expects the lock held. Make the " +
 			"mutex recursive only if re-entry is intended; while debugging, PTHREAD_MUTEX_ERRORCHECK turns this " +
 			"hang into an EDEADLK error at the second lock.",
+		Needs: []string{"owners"},
 		Rank:  20,
 		Match: func(a *Analysis) []Diagnosis { return append(matchSelfDeadlock(a), matchGoSelfDeadlock(a)...) }, // goroutines: go_self_deadlock.go
 	})

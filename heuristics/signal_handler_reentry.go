@@ -18,6 +18,7 @@ func init() {
 			"locks or loggers. Set a volatile sig_atomic_t flag or write(2) a byte to a self-pipe and do the " +
 			"work outside the handler, or block the signal with pthread_sigmask and take it synchronously in " +
 			"a dedicated thread with sigwait or signalfd.",
+		Needs: []string{"owners"},
 		Rank:  25,
 		Match: matchSignalReentry,
 	})

@@ -19,8 +19,9 @@ claims.`,
 working, look at why it sleeps: a retry or back-off loop, a rate limit, a poll
 interval, or a sleep-and-check loop waiting for something another process
 should do.`,
-		Rank:  130,
-		Match: matchCalm("sleeping", func(_ *Analysis, p *stacks.Process, all []threadFacts) Diagnosis { return sleepingDiagnosis(p, all) }),
+		Derived: true,
+		Rank:    130,
+		Match:   matchCalm("sleeping", func(_ *Analysis, p *stacks.Process, all []threadFacts) Diagnosis { return sleepingDiagnosis(p, all) }),
 	})
 }
 

@@ -28,6 +28,7 @@ exited, waits for something else, or will never reach that value (an off-by-one
 in the count, an update lost on an error path). Make the producer signal on
 every path, bound the wait with a timeout, and block on a futex, condition
 variable or event instead of spinning.`,
+		Needs: []string{"cpu"},
 		Rank:  35,
 		Match: matchSpinWait,
 	})

@@ -387,22 +387,6 @@ func (a *Analysis) loneWaiterDiagnosis(lw loneWaiter) Diagnosis {
 
 // --- what a snapshot lacks ----------------------------------------------
 
-// evidenceNeeds says which facts a signature's verdict rests on, when
-// a live attach reads them.
-var evidenceNeeds = map[string][]string{
-	"self-deadlock":               {"owners"},
-	"fork-inherited-lock":         {"owners", "lineage"},
-	"orphaned-lock":               {"owners"},
-	"lock-order-cycle":            {"owners"},
-	"signal-handler-reentry":      {"owners"},
-	"loader-lock":                 {"owners"},
-	"gil-deadlock":                {"owners"},
-	"lost-wakeup":                 {"cpu"},
-	"fork-after-accelerator-init": {"lineage"},
-	"spin-wait-starved":           {"cpu"},
-	"collective-straggler":        {"cpu"},
-}
-
 var evidenceWords = map[string]string{
 	"owners":  "no mutex owner",
 	"lineage": "no process lineage",
@@ -421,7 +405,11 @@ func noteAbsentEvidence(a *Analysis, ds []Diagnosis) {
 			continue // Go's mutexes record no owner: no attach would read one
 		}
 		var missing []string
-		for _, need := range evidenceNeeds[d.ID] {
+		sig := Lookup(d.ID)
+		if sig == nil {
+			continue
+		}
+		for _, need := range sig.Needs {
 			if !have[need] {
 				missing = append(missing, evidenceWords[need])
 			}

@@ -19,8 +19,9 @@ it will not run until it is continued or its tracer lets it go. Its stacks show
 where it was when it stopped. A deadlock found in it is reported as well.`,
 		Fix: `Continue it with kill -CONT PID (fg in the shell that stopped it), or detach
 the debugger that holds it (detach or quit in gdb).`,
-		Rank:  95,
-		Match: matchStopped,
+		Derived: true,
+		Rank:    95,
+		Match:   matchStopped,
 	})
 }
 

@@ -30,8 +30,9 @@ read from every process's open fds, /proc/net/tcp and the kernel's sock_diag.`,
 bound the wait, so that a stuck peer fails the waiter instead of hanging it
 too: a timeout on the read (poll with a timeout, SO_RCVTIMEO), waitpid with
 WNOHANG and a deadline (or a pidfd in poll), and kill a child that misses it.`,
-		Rank:  60,
-		Match: matchWaitingOnProcess,
+		Derived: true,
+		Rank:    60,
+		Match:   matchWaitingOnProcess,
 	})
 }
 
