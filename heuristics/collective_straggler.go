@@ -3,6 +3,7 @@ package heuristics
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -169,10 +170,11 @@ func helperThread(t *stacks.Thread) bool {
 }
 
 func matchCollectiveStraggler(a *Analysis) []Diagnosis {
-	var ranks []rankView
+	var all []rankView
 	for _, p := range a.Snap.Processes {
-		ranks = append(ranks, rankOf(p))
+		all = append(all, rankOf(p))
 	}
+	ranks := withoutLaunchers(all)
 	if len(ranks) < 3 {
 		return nil
 	}
@@ -210,6 +212,44 @@ func matchCollectiveStraggler(a *Analysis) []Diagnosis {
 		}
 	}
 	return []Diagnosis{stragglerDiagnosis(a, ranks, waiting, stragglers)}
+}
+
+// stragglerWorks says whether a rank outside the collective is seen
+// working in two or more samples.
+func stragglerWorks(a *Analysis, r rankView) bool {
+	return r.lead != nil && !r.p.Exited && len(r.lead.Samples) >= 2 && threadWorks(a.samplesOf(r.lead))
+}
+
+// withoutLaunchers drops the processes that started the ranks: one that
+// is an ancestor (through the snapshot's parent pids) of a process in a
+// collective and is in none itself is the job's launcher (mpirun, mpiexec
+// and its hydra proxies, torchrun, srun's step daemon), which waits for
+// its children, not a rank that the collective waits for.
+func withoutLaunchers(ranks []rankView) []rankView {
+	byPid := map[int]*stacks.Process{}
+	for _, r := range ranks {
+		if r.p.Pid > 0 {
+			byPid[r.p.Pid] = r.p
+		}
+	}
+	launcher := map[int]bool{}
+	for _, r := range ranks {
+		if r.coll == "" {
+			continue
+		}
+		seen := map[int]bool{}
+		for pp := byPid[r.p.PPid]; pp != nil && !seen[pp.Pid]; pp = byPid[pp.PPid] {
+			seen[pp.Pid] = true
+			launcher[pp.Pid] = true
+		}
+	}
+	var out []rankView
+	for _, r := range ranks {
+		if r.coll != "" || !launcher[r.p.Pid] {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 func stragglerDiagnosis(a *Analysis, ranks, waiting, stragglers []rankView) Diagnosis {
@@ -291,10 +331,15 @@ func stragglerDiagnosis(a *Analysis, ranks, waiting, stragglers []rankView) Diag
 		}
 	}
 	for _, s := range stragglers {
-		if s.lead != nil && threadWorks(a.samplesOf(s.lead)) && len(s.lead.Samples) >= 2 {
+		if stragglerWorks(a, s) {
 			d.Confidence = Low
 			d.Chain = append(d.Chain, fmt.Sprintf("rank %s is still working (its stack changes between samples): it may be slow rather than stuck", s.name()))
 		}
+	}
+	if !slices.ContainsFunc(stragglers, func(r rankView) bool { return !stragglerWorks(a, r) }) {
+		// Every rank outside the collective is working toward it: the
+		// job is slow or progressing, which is no deadlock.
+		d.Deadlock = false
 	}
 	if steady && d.Confidence == Medium {
 		d.Confidence = High
