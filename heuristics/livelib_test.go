@@ -3,21 +3,24 @@ package heuristics_test
 // Live patients that hang inside real libraries, not the project's own
 // pthread wrappers: Abseil's Mutex, libstdc++'s static-init guards,
 // call_once and shared_mutex, gperftools' tcmalloc, glibc's internal locks
-// across fork() and in a signal handler, Rust's std and parking_lot; and
-// controls that are not deadlocks (an idle GLib main loop, an idle
-// asyncio loop, an idle Go HTTP server, OpenMP compute). The libraries
+// across fork() and in a signal handler, Rust's std and parking_lot, Open
+// MPI under mpirun; and controls that are not deadlocks (an idle GLib main
+// loop, an idle asyncio loop, an idle Go HTTP server, OpenMP compute, MPI
+// ranks all progressing). The libraries
 // are Debian's (scripts/deps/libs.txt); each patient is built once
 // (internal/patient caches it) and says, before "ready", the TIDs of the
 // threads the verdict must name. Attaching, logging and the assertions
 // are live_test.go's.
 
 import (
+	"os"
 	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/hangdoc/hangdoc/attach"
 	"github.com/hangdoc/hangdoc/internal/patient"
 )
 
@@ -122,6 +125,62 @@ func TestLiveLibGlibcTzsetFork(t *testing.T) {
 	}
 }
 
+// mpirunArgv builds an Open MPI patient and returns the mpirun command
+// that runs it on four ranks (oversubscribed: the machine may have fewer
+// cores; as root, with Open MPI's two consent variables).
+func mpirunArgv(t *testing.T, src string) []string {
+	t.Helper()
+	mpirun := patient.RequireTool(t, "mpirun")
+	bin := native(src, "ompi-c")(t)[0]
+	if os.Geteuid() == 0 {
+		t.Setenv("OMPI_ALLOW_RUN_AS_ROOT", "1")
+		t.Setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+	}
+	return []string{mpirun, "-np", "4", "--oversubscribe", bin}
+}
+
+// mpiTree attaches to mpirun and its descendants, as `hangdoc attach
+// --tree` does: the ranks are mpirun's children.
+func mpiTree(p *patient.Proc) []int { return attach.Descendants(p.Pid) }
+
+// Three ranks wait in MPI_Barrier; rank 3 re-locks a mutex on its way
+// there. The collective's verdict names rank 3, and rank 3's own verdict
+// (the self-deadlock) is there too.
+func TestLiveLibMPIStraggler(t *testing.T) {
+	l := startLive(t, mpirunArgv(t, "mpi_straggler.c"), mpiTree)
+	straggler := l.p.Int(t, "straggler")
+	var waiting []int
+	for r := 0; r < 3; r++ {
+		waiting = append(waiting, l.p.Int(t, "rank"+strconv.Itoa(r)))
+	}
+	for _, pid := range append([]int{straggler}, waiting...) {
+		l.process(t, pid)
+	}
+	wantFrames(t, l.thread(t, straggler, straggler), "pthread_mutex_lock", "flush_checkpoint", "write_checkpoint", "main")
+
+	if d := l.top(t, "collective-straggler", "self-deadlock"); d != nil && d.ID == "self-deadlock" {
+		wantTids(t, d, "rank 3's thread", straggler)
+	}
+	d := l.find("collective-straggler")
+	if d == nil {
+		t.Fatalf("diagnosis: no collective-straggler for ranks %v waiting in MPI_Barrier", waiting)
+	}
+	if !d.Deadlock {
+		t.Errorf("diagnosis: collective-straggler has Deadlock false")
+	}
+	if len(d.Pids) == 0 || d.Pids[0] != straggler {
+		t.Errorf("diagnosis: collective-straggler pids %v, want the straggler %d first", d.Pids, straggler)
+	}
+	if slices.Contains(d.Pids, l.p.Pid) {
+		t.Errorf("diagnosis: collective-straggler names mpirun (pid %d), the launcher, as a rank: %s", l.p.Pid, d.Summary)
+	}
+	wantPids(t, d, waiting...)
+	wantSummary(t, d, strconv.Itoa(straggler))
+	if sd := l.find("self-deadlock"); sd == nil || !slices.Contains(sd.Tids, straggler) {
+		t.Errorf("diagnosis: no self-deadlock for the straggler's thread %d (its own root cause)", straggler)
+	}
+}
+
 // Controls: not a deadlock. Each is asleep or working the way a healthy
 // program is; no diagnosis may claim a deadlock, nor a spin.
 type libControl struct {
@@ -133,6 +192,7 @@ type libControl struct {
 var libControls = []libControl{
 	{name: "GLibMainLoop", argv: native("glib_mainloop.c", "glib-2.0")},
 	{name: "AsyncioIdle", argv: python("asyncio_idle.py")},
+	{name: "MPIProgress", argv: func(t *testing.T) []string { return mpirunArgv(t, "mpi_progress.c") }, pids: mpiTree},
 	{name: "OpenMPCompute", argv: func(t *testing.T) []string {
 		return []string{patient.Build(t, "openmp_compute.c", append(slices.Clone(patient.O2g), "-fopenmp")...)}
 	}},
