@@ -2,11 +2,11 @@ package heuristics_test
 
 // Live patients that hang inside real libraries, not the project's own
 // pthread wrappers: Abseil's Mutex, libstdc++'s static-init guards,
-// call_once and shared_mutex, gperftools' tcmalloc, glibc's internal locks
-// across fork() and in a signal handler, Rust's std and parking_lot, Open
-// MPI under mpirun; and controls that are not deadlocks (an idle GLib main
-// loop, an idle asyncio loop, an idle Go HTTP server, OpenMP compute, MPI
-// ranks all progressing). The libraries
+// call_once and shared_mutex, gperftools' tcmalloc, jemalloc, glibc's
+// internal locks across fork() and in a signal handler, Rust's std and
+// parking_lot, Open MPI under mpirun; and controls that are not
+// deadlocks (an idle GLib main loop, an idle asyncio loop, an idle Go
+// HTTP server, OpenMP compute, MPI ranks all progressing). The libraries
 // are Debian's (scripts/deps/libs.txt); each patient is built once
 // (internal/patient caches it) and says, before "ready", the TIDs of the
 // threads the verdict must name. Attaching, logging and the assertions
@@ -21,7 +21,9 @@ import (
 	"testing"
 
 	"github.com/hangdoc/hangdoc/attach"
+	"github.com/hangdoc/hangdoc/heuristics"
 	"github.com/hangdoc/hangdoc/internal/patient"
+	"github.com/hangdoc/hangdoc/stacks"
 )
 
 // pkgConfig returns the compiler and linker flags of the pkg-config
@@ -85,6 +87,8 @@ var libHangs = []libHang{
 		ids: []string{"self-deadlock"}, threads: []string{"loader"}},
 	{name: "TcmallocSignalHandler", argv: native("tcmalloc_sighandler.c", "libtcmalloc"),
 		ids: []string{"signal-handler-reentry"}, threads: []string{"grower"}, says: []string{"on_sigusr1"}},
+	{name: "JemallocSignalHandler", argv: native("jemalloc_sighandler.c", "jemalloc"),
+		ids: []string{"signal-handler-reentry"}, threads: []string{"churner"}, says: []string{"on_sigusr1"}},
 	{name: "GlibcTzsetSignalHandler", argv: native("glibc_tzset_sighandler.c"),
 		ids: []string{"signal-handler-reentry"}, threads: []string{"clock"}, says: []string{"on_sigalrm", "__tz_convert"}},
 	{name: "SharedMutexCycle", argv: native("cxx_shared_mutex.cpp"),
@@ -217,4 +221,30 @@ func TestLiveLibControlGoHTTP(t *testing.T) {
 	p := patient.StartGo(t, patient.BuildGo(t, "httpidle"))
 	l := attachLive(t, p, []int{p.Pid})
 	l.wantNoDeadlock(t)
+}
+
+// The jemalloc handler relock as the live run catches it in about four
+// runs in ten: the signal landed inside pthread_mutex_trylock, after the
+// lock word was set and before the owner was written (lock 2, owner 0).
+// The frames on both sides of the signal frame still say it.
+func TestLiveLibJemallocTrylockSnapshot(t *testing.T) {
+	f, err := os.Open("testdata/livelib/jemalloc_trylock.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	snap, _, err := stacks.ParseHangdocJSON(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const churner = 3775
+	th := snap.Processes[0].Threads[1]
+	if th.Tid != churner || th.Wait == nil || th.Wait.Mutex == nil || th.Wait.Mutex.Owner != 0 {
+		t.Fatalf("snapshot: thread %d, wait %+v: not the trylock case", th.Tid, th.Wait)
+	}
+	l := &live{snap: snap, diags: heuristics.Diagnose(snap, heuristics.Options{})}
+	if d := l.top(t, "signal-handler-reentry"); d != nil {
+		wantTids(t, d, "the churner", churner)
+		wantSays(t, d, "on_sigusr1")
+	}
 }
