@@ -123,13 +123,13 @@ func TestAttachMainThreadExited(t *testing.T) {
 func TestAttachExitMidSample(t *testing.T) {
 	patient.RequirePtrace(t)
 	p := patient.Start(t, patient.Build(t, "sleeper.c", patient.O2g...))
-	// Loading modules cold can take a few hundred milliseconds before
-	// the first sample: the kill comes well after it, mid-way through ten.
-	go func() {
-		time.Sleep(700 * time.Millisecond)
-		p.Signal(syscall.SIGKILL)
-	}()
-	snap, err := attach.Attach(context.Background(), []int{p.Pid}, attach.Options{Samples: 10, Interval: 100 * time.Millisecond})
+	// The kill comes after the second of ten samples, whatever the load.
+	killAt := func(sample, _, _, _ int) {
+		if sample == 2 {
+			p.Signal(syscall.SIGKILL)
+		}
+	}
+	snap, err := attach.Attach(context.Background(), []int{p.Pid}, attach.Options{Samples: 10, Interval: 100 * time.Millisecond, Progress: killAt})
 	if err != nil {
 		t.Fatalf("a process that exits mid-sample must still report what was read: %v", err)
 	}
@@ -144,7 +144,7 @@ func TestAttachExitMidSample(t *testing.T) {
 func TestAttachWithoutPermission(t *testing.T) {
 	patient.RequirePtrace(t)
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to run hangdoc as another user")
+		patient.Missing(t, "needs root to run hangdoc as another user")
 	}
 	bin := hangdocBinary(t)
 	// The nobody user must be able to run the binary: copy it somewhere

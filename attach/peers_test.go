@@ -90,7 +90,7 @@ func TestUnixPeer(t *testing.T) {
 func TestTCPPeer(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Skip(err)
+		patient.Missing(t, "no loopback TCP: %v", err)
 	}
 	defer ln.Close()
 	client, err := net.Dial("tcp", ln.Addr().String())
@@ -268,7 +268,7 @@ func TestAttachSocketPeers(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if c.wrap != "" && (os.Geteuid() != 0 || exec.Command("unshare", "-n", "true").Run() != nil) {
-				t.Skip("unshare -n not permitted here")
+				patient.Missing(t, "unshare -n not permitted here (needs root)")
 			}
 			py := "import os, socket, sys, time\n" + c.setup + "\n" +
 				"pid = os.fork()\n" +
@@ -294,7 +294,7 @@ func TestWaitidChild(t *testing.T) {
 	patient.StartKept(t, cmd)
 	pidfd, err := unix.PidfdOpen(cmd.Process.Pid, 0)
 	if err != nil {
-		t.Skip(err)
+		patient.Missing(t, "pidfd_open: %v", err)
 	}
 	defer unix.Close(pidfd)
 	if got := waitidChild(os.Getpid(), 3, uint64(pidfd)); got != cmd.Process.Pid {

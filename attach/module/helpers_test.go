@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hangdoc/hangdoc/internal/patient"
 )
 
 // The test programs are compiled once per test binary into buildDir.
@@ -53,7 +55,7 @@ var variants = []struct{ name, cmd string }{
 func progs(t testing.TB) map[string]string {
 	t.Helper()
 	if missing := missingTool(); missing != "" {
-		t.Skipf("%s not installed", missing)
+		patient.Missing(t, "%s not installed (scripts/install-deps.sh installs it)", missing)
 	}
 	buildOnce.Do(func() {
 		buildDir, buildErr = os.MkdirTemp("", "hangdoc-module-")

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/hangdoc/hangdoc/internal/patient"
 )
 
 // TestPLTNamesMatchObjdump: every PLT stub objdump -d labels
@@ -17,7 +19,7 @@ import (
 func TestPLTNamesMatchObjdump(t *testing.T) {
 	objdump, err := exec.LookPath("objdump")
 	if err != nil {
-		t.Skip("objdump not installed")
+		patient.Missing(t, "objdump not installed (binutils)")
 	}
 	b := progs(t)
 	paths := []string{b["O2"], b["stripped"], b["cxx"], b["ibt"], b["withlib"], b["lib"]}

@@ -66,7 +66,8 @@ func newRootCmd(ios *ioStreams) *cobra.Command {
 harming it, and says why it is stuck.
 
 Exit codes of attach, analyze and signatures: 0 report written, nothing
-looks hung; 1 a hang was named; 2 usage error; 3 could not analyse.
+looks hung; 1 a hang was named; 2 usage error; 3 could not analyse; 4
+(analyze) the input holds too little for any verdict.
 hangdoc run passes on the exit code of a command that finishes in time and
 uses codes a test runner does not: 121 a hang was named, 122 could not
 analyse, 124 it outlived --timeout and nothing looks hung, 125 usage

@@ -426,7 +426,10 @@ func TestRunSIGTERM(t *testing.T) {
 	patient.RequirePtrace(t)
 	r := startRun(t, nil, "run", "--samples", "2", "--interval", "100ms", "--", patient.Build(t, "abba.c", patient.O2g...))
 	r.line(t, "ready", 10*time.Second)
-	time.Sleep(200 * time.Millisecond) // both threads asleep on their second lock
+	// Both threads asleep on their second lock before the signal.
+	if kids := attach.Descendants(r.cmd.Process.Pid); len(kids) == 0 || !patient.Asleep(kids[0], 10*time.Second) {
+		t.Fatalf("the patient (%v) is not asleep 10 s after ready", kids)
+	}
 	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -697,7 +700,7 @@ func TestAttachTreeLeavesOut(t *testing.T) {
 // files are root's.
 func TestRunCannotAnalyse(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to run hangdoc as another user")
+		patient.Missing(t, "needs root to run hangdoc as another user")
 	}
 	dir, err := os.MkdirTemp("", "hangdoc-nobody-")
 	if err != nil {
@@ -717,10 +720,7 @@ func TestRunCannotAnalyse(t *testing.T) {
 	}
 	hd, sleep := filepath.Join(dir, "hangdoc"), filepath.Join(dir, "sleep")
 	copyFile(hangdocBin(t), hd, 0o755)
-	sleepPath, err := exec.LookPath("sleep")
-	if err != nil {
-		t.Skip(err)
-	}
+	sleepPath := patient.RequireTool(t, "sleep")
 	copyFile(sleepPath, sleep, 0o711)
 
 	cmd := exec.Command(hd, "run", "--timeout", "1s", "--", sleep, "100")

@@ -439,7 +439,11 @@ func launch(t testing.TB, spec launchSpec) *Proc {
 		// The thread that printed "ready" still has to reach its own
 		// wait: give it (not a busy patient's runners) a moment to get
 		// there.
-		p.Settle(settleTimeout)
+		if !p.Settle(settleTimeout) {
+			// A busy patient (a spinner) never settles; a blocking one
+			// that did not may be read mid-way: the log says which.
+			t.Logf("patient %s (pid %d): not every thread asleep in a syscall %v after ready", filepath.Base(spec.argv[0]), p.Pid, settleTimeout)
+		}
 	}
 	return p
 }
@@ -611,11 +615,16 @@ func statState(b []byte) (string, error) {
 // a syscall (its /proc/PID/task/TID/syscall is not "running") in two
 // passes in a row, and says whether that happened. A busy patient never
 // settles; that is not an error.
-func (p *Proc) Settle(timeout time.Duration) bool {
+func (p *Proc) Settle(timeout time.Duration) bool { return Asleep(p.Pid, timeout) }
+
+// Asleep waits up to timeout until every thread of pid sleeps in a
+// syscall in two passes in a row, and says whether that happened: tests
+// poll for the state they need instead of sleeping for a fixed time.
+func Asleep(pid int, timeout time.Duration) bool {
 	end := time.Now().Add(timeout)
 	quiet := 0
 	for time.Now().Before(end) {
-		if p.allAsleep() {
+		if allAsleep(pid) {
 			quiet++
 			if quiet == 2 {
 				return true
@@ -628,19 +637,26 @@ func (p *Proc) Settle(timeout time.Duration) bool {
 	return false
 }
 
-func (p *Proc) allAsleep() bool {
-	dir := fmt.Sprintf("/proc/%d/task", p.Pid)
+// allAsleep: every thread is blocked in a system call. When the syscall
+// file is refused (no ptrace permission), the kernel's state letter
+// decides: a thread that cannot be seen asleep is not asleep.
+func allAsleep(pid int) bool {
+	dir := fmt.Sprintf("/proc/%d/task", pid)
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return false
 	}
 	for _, e := range ents {
 		b, err := os.ReadFile(filepath.Join(dir, e.Name(), "syscall"))
-		if err != nil {
-			if errors.Is(err, os.ErrPermission) {
-				return true // cannot tell: do not wait for nothing
+		if errors.Is(err, os.ErrPermission) {
+			st, serr := os.ReadFile(filepath.Join(dir, e.Name(), "stat"))
+			if state, perr := statState(st); serr != nil || perr != nil || (state != "S" && state != "D") {
+				return false
 			}
 			continue
+		}
+		if err != nil {
+			continue // the thread exited
 		}
 		if len(b) == 0 || b[0] < '0' || b[0] > '9' {
 			return false // "running", or "-1 …" (not in a syscall)

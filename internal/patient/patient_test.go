@@ -101,19 +101,46 @@ func TestInvariants(t *testing.T) {
 		if err := p.Signal(syscall.SIGUSR2); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(20 * time.Millisecond) // two pending SIGUSR2s would merge
+		// Two pending SIGUSR2s would merge: wait until it is delivered.
+		for end := time.Now().Add(5 * time.Second); sigPending(p.Pid, syscall.SIGUSR2); time.Sleep(time.Millisecond) {
+			if time.Now().After(end) {
+				t.Fatal("SIGUSR2 still pending after 5 s")
+			}
+		}
 	}
 	first := p.Ask(t, syscall.SIGUSR1, "ok ", 5*time.Second)
 	if !strings.HasPrefix(first, "ok ") || !strings.Contains(first, " usr2=3 ") || !strings.Contains(first, " eintr=0 ") {
 		t.Fatalf("report %q", first)
 	}
-	time.Sleep(50 * time.Millisecond)
+	// The patient's threads keep counting: ask until the counts grew.
 	second := p.Ask(t, syscall.SIGUSR1, "ok ", 5*time.Second)
+	for end := time.Now().Add(10 * time.Second); counter(t, second, "ticks") <= counter(t, first, "ticks") && time.Now().Before(end); {
+		second = p.Ask(t, syscall.SIGUSR1, "ok ", 5*time.Second)
+	}
 	if counter(t, second, "counters") <= counter(t, first, "counters") ||
 		counter(t, second, "records") <= counter(t, first, "records") ||
 		counter(t, second, "ticks") <= counter(t, first, "ticks") {
 		t.Errorf("no progress between\n%s\n%s", first, second)
 	}
+}
+
+// sigPending says whether sig is pending for the process or any of its
+// threads (/proc/PID/status ShdPnd and SigPnd).
+func sigPending(pid int, sig syscall.Signal) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return false
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		k, v, _ := strings.Cut(l, ":")
+		if k != "ShdPnd" && k != "SigPnd" {
+			continue
+		}
+		if mask, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64); err == nil && mask&(1<<(uint(sig)-1)) != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func counter(t *testing.T, line, key string) int64 {
