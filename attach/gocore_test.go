@@ -306,7 +306,6 @@ func kernelGoCore(t *testing.T, bin, dir string) (string, string) {
 	return path, stderr.String()
 }
 
-
 // TestGoCoreLeak: the 10,000 goroutines of the leak patient are read
 // from its core, each parked in select where the program created it.
 func TestGoCoreLeak(t *testing.T) {
