@@ -2,7 +2,7 @@
 GO        ?= go
 FUZZTIME  ?= 30s
 BENCHTIME ?= 1s
-TIMEOUT   ?= 9m
+TIMEOUT   ?= 12m
 
 .PHONY: all build release deps test bench demo lint fuzz soak clean
 
