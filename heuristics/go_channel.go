@@ -52,6 +52,7 @@ func goOrphanedChannels(gp *goProc) []goOrphan {
 		}
 		return out
 	}
+	notifiers := goSignalNotifiers(gp)
 	for _, g := range users {
 		switch {
 		case strings.Contains(g.g.Status, "(nil chan)"):
@@ -59,6 +60,8 @@ func goOrphanedChannels(gp *goProc) []goOrphan {
 			continue
 		case g.kind != stacks.GoWaitSend && g.kind != stacks.GoWaitRecv:
 			continue
+		case g.kind == stacks.GoWaitRecv && notifiers[g.g.CreatedByGoroutine]:
+			continue // a signal may feed it (goSignalNotifiers)
 		}
 		cr := g.g.CreatedBy.Func
 		if cr == "" {
@@ -97,6 +100,21 @@ func onlyChannelsAsleep(gp *goProc, users []*gor) bool {
 		}
 	}
 	return plain
+}
+
+// goSignalNotifiers are the goroutines that started os/signal's loop:
+// they called signal.Notify, whose channel the signal handler reaches
+// from then on, whoever else holds it. A receive they started (cmd/go's
+// processSignals: Notify, then go func() { <-sig }()) may be fed by a
+// signal. Known from Go 1.21 on, whose dumps name the creating goroutine.
+func goSignalNotifiers(gp *goProc) map[int]bool {
+	out := map[int]bool{}
+	for _, g := range gp.all {
+		if strings.HasPrefix(g.g.CreatedBy.Func, "os/signal.Notify") && g.g.CreatedByGoroutine != 0 {
+			out[g.g.CreatedByGoroutine] = true
+		}
+	}
+	return out
 }
 
 // goCreatorLeft reports whether the goroutine that started g is gone or
