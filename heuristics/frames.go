@@ -112,9 +112,25 @@ func waitOf(t *stacks.Thread) (class waitClass, caller int) {
 		if caller >= len(t.Stack) {
 			return waitFutex, caller
 		}
+		if mutexProtocolWait(w) {
+			return waitLock, caller
+		}
 		return waitCond, caller
 	}
 	return notWaiting, caller
+}
+
+// mutexProtocolWait says whether a bare futex wait, one the frames do not
+// name, is a lock's slow path by the futex protocol itself: a plain
+// FUTEX_WAIT (not the BITSET form condition variables, semaphores and
+// joins use) expecting the word to be 2, "locked, with waiters", the
+// state every futex mutex in the classic protocol sleeps on (glibc's
+// lll_lock, GLib's GMutex, whose slow path has no exported name, Rust's
+// std Mutex, most hand-rolled locks). The kernel read the value, so it
+// is no guess from names.
+func mutexProtocolWait(w *stacks.Wait) bool {
+	return w != nil && w.Value != nil && *w.Value == 2 &&
+		(w.Op == "FUTEX_WAIT" || w.Op == "FUTEX_WAIT_PRIVATE")
 }
 
 // inMutexLock reports whether the innermost frames block in a lock

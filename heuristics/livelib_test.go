@@ -1,16 +1,16 @@
 package heuristics_test
 
 // Live patients that hang inside real libraries, not the project's own
-// pthread wrappers: Abseil's Mutex, libstdc++'s static-init guards,
-// call_once and shared_mutex, gperftools' tcmalloc, jemalloc, glibc's
-// internal locks across fork() and in a signal handler, Rust's std and
-// parking_lot, Open MPI under mpirun; and controls that are not
-// deadlocks (an idle GLib main loop, an idle asyncio loop, an idle Go
-// HTTP server, OpenMP compute, MPI ranks all progressing). The libraries
-// are Debian's (scripts/deps/libs.txt); each patient is built once
-// (internal/patient caches it) and says, before "ready", the TIDs of the
-// threads the verdict must name. Attaching, logging and the assertions
-// are live_test.go's.
+// pthread wrappers: Abseil's Mutex, GLib's GMutex, libstdc++'s
+// static-init guards, call_once and shared_mutex, gperftools' tcmalloc,
+// jemalloc, glibc's internal locks across fork() and in a signal handler,
+// Rust's std and parking_lot, Open MPI under mpirun; and controls that
+// are not deadlocks (an idle GLib main loop, an idle asyncio loop, an idle
+// Go HTTP server, OpenMP compute, MPI ranks all progressing). The
+// libraries are Debian's (scripts/deps/libs.txt); each patient is built
+// once (internal/patient caches it) and says, before "ready", the TIDs of
+// the threads the verdict must name. Attaching, logging and the
+// assertions are live_test.go's.
 
 import (
 	"os"
@@ -81,6 +81,10 @@ type libHang struct {
 var libHangs = []libHang{
 	{name: "AbslABBA", argv: native("absl_abba.cpp", "absl_synchronization"),
 		ids: []string{"lock-order-cycle"}, threads: []string{"ab", "ba"}},
+	{name: "GLibABBA", argv: native("glib_abba.c", "glib-2.0"),
+		ids: []string{"lock-order-cycle"}, threads: []string{"ab", "ba"}},
+	{name: "GLibRelock", argv: native("glib_relock.c", "glib-2.0"),
+		ids: []string{"self-deadlock"}, threads: []string{"worker"}},
 	{name: "StaticInitCycle", argv: native("cxx_static_init.cpp"),
 		ids: []string{"lock-order-cycle"}, threads: []string{"config", "registry"}},
 	{name: "CallOnceReentry", argv: native("cxx_call_once.cpp"),
