@@ -2,6 +2,7 @@ package heuristics
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/hangdoc/hangdoc/stacks"
 )
@@ -210,10 +211,12 @@ func (a *Analysis) findStuckLockWaiters(p *stacks.Process) []ThreadRef {
 	}
 	var waiters []ThreadRef
 	for _, t := range p.Threads {
-		class, _ := a.wait(t)
+		class, caller := a.wait(t)
 		// A Python lock is the lock behind Event and Condition too: a lock
-		// only in a forked child, where nobody can release it.
-		lock := class == waitLock || class == waitPyLock && (p.Fork != nil || forkChildSide(p).ok)
+		// only in a forked child, where nobody can release it, or when the
+		// interpreter's own C code takes it (a buffered stream's lock, a
+		// thread-local's, the import lock), which is no Event.
+		lock := class == waitLock || class == waitPyLock && (p.Fork != nil || forkChildSide(p).ok || pyLockTakenByC(t, caller))
 		if a.running(t) || (!lock && class != waitJoin && class != waitFutex) {
 			return nil
 		}
@@ -225,6 +228,19 @@ func (a *Analysis) findStuckLockWaiters(p *stacks.Process) []ThreadRef {
 		}
 	}
 	return waiters
+}
+
+// pyLockTakenByC: the Python lock a thread waits for was asked for by C
+// code of its own (bufferedio's _enter_buffered_busy, _thread's
+// local_clear), not by the interpreter running Python code
+// (threading.Lock.acquire, Condition.wait's waiter lock).
+func pyLockTakenByC(t *stacks.Thread, caller int) bool {
+	if caller >= len(t.Stack) {
+		return false
+	}
+	f := t.Stack[caller]
+	return strings.Trim(f.Func, "?") != "" && !stacks.IsPythonFrame(f) && !interpreterFrame(f) && nativeRow(f) == nil &&
+		!strings.Contains(f.Func, "vectorcall") && !strings.Contains(strings.ToLower(f.Func), "call_method")
 }
 
 // allThreads reports whether the snapshot has every thread of the

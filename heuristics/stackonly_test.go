@@ -293,3 +293,17 @@ func TestReentryOnStack(t *testing.T) {
 		t.Errorf("no re-entry on the stack: confidence %s, want low", d.Confidence)
 	}
 }
+
+// A Python lock asked for by the interpreter's own C code (here
+// _thread's local_clear, the shape of a real FreeBSD paste) is a lock,
+// not the semaphore under an Event: a lone waiter there gets a verdict;
+// the same lock taken by threading.Lock.acquire from Python code (which
+// Event and Condition use) does not.
+func TestPythonLockTakenByC(t *testing.T) {
+	byC := thread(950, "python3", "_umtx_op", "sem_clockwait_np", "PyThread_acquire_lock_timed", "PyThread_acquire_lock", "local_clear", "local_dealloc", "subtype_dealloc", "main")
+	if d := one(t, "self-deadlock", pasted(proc(950, byC))); d.Confidence != Low {
+		t.Errorf("confidence %s, want low", d.Confidence)
+	}
+	byPython := thread(951, "python3", "do_futex_wait", "__new_sem_wait_slow64", "PyThread_acquire_lock_timed", "lock_PyThread_acquire_lock", "method_vectorcall_VARARGS_KEYWORDS", "_PyEval_EvalFrameDefault", "main")
+	none(t, "self-deadlock", pasted(proc(951, byPython)))
+}
