@@ -4,7 +4,7 @@ FUZZTIME  ?= 30s
 BENCHTIME ?= 1s
 TIMEOUT   ?= 12m
 
-.PHONY: all build release deps test bench demo lint fuzz soak clean
+.PHONY: all build release deps test test-arm64 bench demo lint fuzz soak clean
 
 all: build
 
@@ -76,9 +76,19 @@ soak:
 demo: build
 	scripts/demo.sh
 
+# The arm64 build is vetted too: its live ptrace path cannot run here,
+# but it must compile.
 lint:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt -l: not formatted:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	GOARCH=arm64 $(GO) vet ./...
+
+# The arm64-only unit tests (the live register layout), cross-compiled
+# and run under qemu-user (scripts/deps/arm64.txt installs it).
+ARM64_TEST ?= /tmp/hangdoc-attach-arm64.test
+test-arm64: deps
+	GOARCH=arm64 CGO_ENABLED=0 $(GO) test -c -o $(ARM64_TEST) ./attach
+	qemu-aarch64-static $(ARM64_TEST) -test.run '^TestRegsFromPtraceARM64$$' -test.v
 
 # Runs every Fuzz* target of every package for $(FUZZTIME) each.
 fuzz:

@@ -138,6 +138,14 @@ func Core(path string, opts CoreOptions) (snap *stacks.Snapshot, err error) {
 		Modules: mods.space.Modules(),
 	}
 	threads := slices.Clone(cf.Threads)
+	if i := slices.IndexFunc(threads, func(t core.Thread) bool { return t.TID == cf.PPID }); cf.PPID > 0 && i >= 0 &&
+		!slices.ContainsFunc(threads, func(t core.Thread) bool { return t.TID == pid }) {
+		// qemu-user does not update its thread ids at fork(): the core
+		// of a forked child names its thread by the parent's id, which
+		// no thread of the child can have.
+		notes = append(notes, fmt.Sprintf("thread %d of the core has the parent's id (qemu-user writes it for a forked child): read as thread %d, the process's own", cf.PPID, pid))
+		threads[i].TID = pid
+	}
 	slices.SortStableFunc(threads, func(a, b core.Thread) int { return a.TID - b.TID })
 	snap = &stacks.Snapshot{
 		Schema:    stacks.Schema,
@@ -170,9 +178,9 @@ func Core(path string, opts CoreOptions) (snap *stacks.Snapshot, err error) {
 		if th.TID == pid {
 			t.Name = commName(cf.Name) // the only thread name a core holds
 		}
-		res := unwind.Unwind(th.Regs, mem, mods.space, unwind.Options{MaxDepth: opts.MaxDepth})
+		res := unwind.Unwind(th.Regs, mem, mods.space, unwind.Options{MaxDepth: opts.MaxDepth, Arch: cf.Arch})
 		t.Stack = symbolize(mods.space, symbols, res, &t.Notes)
-		if sc, blocked := coreSyscall(th); blocked {
+		if sc, blocked := coreSyscall(cf, mem, th); blocked {
 			t.State = "S"
 			t.Wait = waitOf(sc)
 			lockEvidence(mem, mods.space, lc, t.Wait, t.Stack)
@@ -227,6 +235,9 @@ func goCore(cf *core.File, mods *coreModules, mem *core.FileBacked, proc *stacks
 			proc.Runtime = version
 		}
 	}()
+	if cf.Arch != unwind.AMD64 {
+		return false, fallback + "goroutines are read from x86-64 cores only"
+	}
 	if err := sameFirstPage(cf, mods.exe, exe); err != nil {
 		return false, fallback + err.Error()
 	}
@@ -259,7 +270,7 @@ func goCore(cf *core.File, mods *coreModules, mem *core.FileBacked, proc *stacks
 		if th.TID == proc.Pid {
 			t.Name = commName(cf.Name)
 		}
-		if sc, blocked := coreSyscall(th); blocked {
+		if sc, blocked := coreSyscall(cf, mem, th); blocked {
 			t.State, t.Wait = "S", waitOf(sc)
 		}
 		t.Samples = []stacks.Sample{{State: t.State, Stack: t.Stack, Wait: t.Wait}}
@@ -386,7 +397,10 @@ func signalNote(threads []core.Thread) []string {
 // that wrote the core (rax holds -EINTR or one of the kernel's restart
 // codes); a call that had returned, or none, means the thread was
 // running in user space.
-func coreSyscall(th core.Thread) (syscallState, bool) {
+func coreSyscall(cf *core.File, mem unwind.Memory, th core.Thread) (syscallState, bool) {
+	if cf.Arch == unwind.ARM64 {
+		return coreSyscallARM64(mem, th)
+	}
 	if th.OrigRAX < 0 {
 		return syscallState{}, false
 	}
@@ -406,6 +420,67 @@ func coreSyscall(th core.Thread) (syscallState, bool) {
 		SP:   r[unwind.RSP],
 		PC:   r[unwind.RIP],
 	}, true
+}
+
+// coreSyscallARM64 is coreSyscall for an arm64 core, whose NT_PRSTATUS
+// does not record the call (no orig_x0): a thread is in one when its PC
+// is at an svc #0 (the kernel's cores: the call is rewound to restart,
+// x0 restored to its first argument) or just past one (qemu-user's: the
+// call still runs on the host, or returned -EINTR to the thread that
+// took the signal, whose first argument is then lost). x8 is its
+// number, x0-x5 its arguments.
+func coreSyscallARM64(mem unwind.Memory, th core.Thread) (syscallState, bool) {
+	const svc0 = 0xd4000001
+	r := th.Regs.Val
+	at := func(pc uint64) bool {
+		var b [4]byte
+		n, _ := mem.ReadAt(b[:], pc)
+		return n == 4 && binary.LittleEndian.Uint32(b[:]) == svc0
+	}
+	pc := r[unwind.PC]
+	if !at(pc) && !at(pc-4) {
+		return syscallState{}, false
+	}
+	sc := syscallState{
+		Arch: unwind.ARM64, Nr: int64(r[unwind.X8]),
+		Args: [6]uint64{r[0], r[1], r[2], r[3], r[4], r[5]},
+		SP:   r[unwind.SP], PC: pc,
+	}
+	if x0 := int64(r[0]); x0 < 0 && x0 >= -4095 && !at(pc) {
+		// x0 is the call's result (-EINTR), not its argument: take the
+		// register the code copied the argument from, if it did.
+		sc.Args[0] = 0
+		if m, ok := copiedToX0(mem, pc-4); ok && th.Regs.Has(m) {
+			sc.Args[0] = r[m]
+		}
+	}
+	return sc, true
+}
+
+// copiedToX0 finds, in the few instructions before the svc at pc, the
+// "mov x0, xM" that set its first argument, and returns M, unless an
+// instruction after it writes x0 or xM: glibc's futex waits keep the
+// futex's address in a callee-saved register (mov x0, x19; …; svc #0).
+func copiedToX0(mem unwind.Memory, svc uint64) (int, bool) {
+	const movX0 = 0xaa0003e0 // orr x0, xzr, xM
+	written := map[uint32]bool{}
+	for i := uint64(1); i <= 8; i++ {
+		var b [4]byte
+		if n, _ := mem.ReadAt(b[:], svc-4*i); n != 4 {
+			return 0, false
+		}
+		insn := binary.LittleEndian.Uint32(b[:])
+		if insn&^(31<<16) == movX0 {
+			m := (insn >> 16) & 31
+			return int(m), m != 31 && !written[m]
+		}
+		rd := insn & 31
+		if rd == 0 || insn>>26&7 == 5 { // writes x0, or a branch: give up
+			return 0, false
+		}
+		written[rd] = true
+	}
+	return 0, false
 }
 
 // nameUnplaced gives a frame in a file that is not placed (missing,
@@ -770,7 +845,14 @@ func (c *coreModules) placeExe(cf *core.File, exe string) {
 		start := (bias + p.Vaddr) &^ page
 		end := (bias + p.Vaddr + p.Memsz + page) &^ page
 		c.space.Add(f, module.Mapping{Start: start, End: end, Offset: p.Off &^ page, Perms: string(perms), Path: exe})
+		if p.Filesz > 0 {
+			// The core leaves the file's pages out (qemu-user's cores
+			// have no NT_FILE): the code is read from the file, as gdb
+			// does, for the unwinder's look at instructions.
+			cf.Mappings = append(cf.Mappings, core.Mapping{Start: start, End: (bias + p.Vaddr + p.Filesz + page) &^ page, Offset: p.Off &^ page, Perms: string(perms), Path: exe})
+		}
 	}
+	c.files[exe] = exe
 	c.notes = append(c.notes, f.Notes...)
 	c.exe = exe
 }

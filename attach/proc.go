@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hangdoc/hangdoc/attach/unwind"
+
 	"github.com/hangdoc/hangdoc/attach/module"
 )
 
@@ -94,6 +96,9 @@ type syscallState struct {
 	Nr      int64 // -1: blocked, but not in a system call
 	Args    [6]uint64
 	SP, PC  uint64
+	// Arch numbers Nr: nil for a live thread (this machine's), a core's
+	// machine otherwise.
+	Arch *unwind.Arch
 }
 
 func parseSyscall(b []byte) (syscallState, error) {

@@ -80,7 +80,7 @@ type stopped struct {
 var errStopTimeout = errors.New("thread did not stop in time")
 
 // redZone is the 128 bytes below RSP that a leaf function may use on
-// x86-64 without moving RSP.
+// x86-64 without moving RSP (arm64 has none; copying them is harmless).
 const redZone = 128
 
 // stopThread seizes tid, interrupts it, copies its registers and the
@@ -112,9 +112,10 @@ func stopOnThisThread(pid, tid int, timeout time.Duration, stackEnd func(sp uint
 	err = unix.PtraceGetRegs(tid, &regs)
 	if err == nil {
 		st.Regs = regsFromPtrace(&regs)
-		sp := regs.Rsp - redZone
+		rsp := st.Regs.Val[hostArch.SP]
+		sp := rsp - redZone
 		n := stackBytes
-		if end := stackEnd(regs.Rsp); end > sp && end-sp < uint64(n) {
+		if end := stackEnd(rsp); end > sp && end-sp < uint64(n) {
 			n = int(end - sp)
 		}
 		st.Base = sp
@@ -177,18 +178,6 @@ func detach(tid int, sig unix.Signal) error {
 		return e
 	}
 	return nil
-}
-
-// regsFromPtrace maps PTRACE_GETREGS to DWARF register numbers.
-func regsFromPtrace(r *unix.PtraceRegs) unwind.Regs {
-	var u unwind.Regs
-	for i, v := range [unwind.NumRegs]uint64{
-		r.Rax, r.Rdx, r.Rcx, r.Rbx, r.Rsi, r.Rdi, r.Rbp, r.Rsp,
-		r.R8, r.R9, r.R10, r.R11, r.R12, r.R13, r.R14, r.R15, r.Rip,
-	} {
-		u.Set(i, v)
-	}
-	return u
 }
 
 // readMemory reads the target's memory with process_vm_readv: no stop,

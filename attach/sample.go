@@ -175,7 +175,7 @@ func (s *sampler) unwindThread(tg *target, tid int, sc syscallState, notes *[]st
 		addNote(notes, err.Error())
 		return nil
 	}
-	res := unwind.Unwind(stp.Regs, &unwind.Overlay{Base: stp.Base, Data: stp.Stack, Next: liveMemory(tg.pid)}, tg.space, unwind.Options{MaxDepth: s.opts.MaxDepth})
+	res := unwind.Unwind(stp.Regs, &unwind.Overlay{Base: stp.Base, Data: stp.Stack, Next: liveMemory(tg.pid)}, tg.space, unwind.Options{MaxDepth: s.opts.MaxDepth, Arch: hostArch})
 	return symbolize(tg.space, tg.symbols, res, notes)
 }
 
@@ -200,9 +200,9 @@ func (s *sampler) unwindBlocked(tg *target, tid int, sc syscallState) (unwind.Re
 		return unwind.Result{}, false
 	}
 	var regs unwind.Regs
-	regs.Set(unwind.RSP, sc.SP)
-	regs.Set(unwind.RIP, sc.PC)
-	res := unwind.Unwind(regs, &unwind.Overlay{Base: base, Data: buf[:k], Next: liveMemory(tg.pid)}, tg.space, unwind.Options{MaxDepth: s.opts.MaxDepth})
+	regs.Set(hostArch.SP, sc.SP)
+	regs.Set(hostArch.PC, sc.PC)
+	res := unwind.Unwind(regs, &unwind.Overlay{Base: base, Data: buf[:k], Next: liveMemory(tg.pid)}, tg.space, unwind.Options{MaxDepth: s.opts.MaxDepth, Arch: hostArch})
 	return res, !res.NeedsRegs
 }
 
@@ -287,7 +287,7 @@ func addNote(notes *[]string, n string) {
 
 // waitOf names what a blocked thread waits on.
 func waitOf(sc syscallState) *stacks.Wait {
-	w := &stacks.Wait{Nr: sc.Nr, Syscall: syscallName(sc.Nr)}
+	w := &stacks.Wait{Nr: sc.Nr, Syscall: syscallName(sc.Arch, sc.Nr)}
 	switch w.Syscall {
 	case "futex":
 		w.Addr, w.Op = sc.Args[0], futexOp(sc.Args[1])

@@ -1,6 +1,10 @@
 package attach
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/hangdoc/hangdoc/attach/unwind"
+)
 
 // x86-64 system call numbers a hung thread is typically found in
 // (arch/x86/entry/syscalls/syscall_64.tbl).
@@ -17,11 +21,31 @@ var syscallNames = map[int64]string{
 	441: "epoll_pwait2", 449: "futex_waitv",
 }
 
-func syscallName(nr int64) string {
+// The same on arm64, whose numbers are the generic ones
+// (include/uapi/asm-generic/unistd.h); it has no poll, select, pause,
+// fork or epoll_wait, only their newer forms.
+var syscallNamesARM64 = map[int64]string{
+	22: "epoll_pwait", 25: "fcntl", 29: "ioctl", 32: "flock", 63: "read", 64: "write",
+	65: "readv", 66: "writev", 67: "pread64", 68: "pwrite64", 72: "pselect6", 73: "ppoll",
+	82: "fsync", 83: "fdatasync", 95: "waitid", 98: "futex", 101: "nanosleep",
+	115: "clock_nanosleep", 124: "sched_yield", 133: "rt_sigsuspend", 137: "rt_sigtimedwait",
+	190: "semget", 191: "semctl", 192: "semtimedop", 193: "semop", 202: "accept",
+	203: "connect", 206: "sendto", 207: "recvfrom", 211: "sendmsg", 212: "recvmsg",
+	220: "clone", 221: "execve", 242: "accept4", 243: "recvmmsg", 260: "wait4",
+	269: "sendmmsg", 435: "clone3", 441: "epoll_pwait2", 449: "futex_waitv",
+}
+
+// syscallName names system call nr of architecture a (nil: the one
+// hangdoc runs on, a live target's).
+func syscallName(a *unwind.Arch, nr int64) string {
 	if nr < 0 {
 		return "none"
 	}
-	if n, ok := syscallNames[nr]; ok {
+	names := syscallNames
+	if a == unwind.ARM64 || a == nil && hostArch == unwind.ARM64 {
+		names = syscallNamesARM64
+	}
+	if n, ok := names[nr]; ok {
 		return n
 	}
 	return fmt.Sprintf("syscall_%d", nr)

@@ -1,10 +1,11 @@
-// Package core reads x86-64 Linux ELF core files (written by the kernel
-// or by gdb's gcore): the threads and their registers, the memory dumped
+// Package core reads x86-64 and arm64 Linux ELF core files (written by
+// the kernel, by gdb's gcore, or by qemu-user for the program it runs): the threads and their registers, the memory dumped
 // in PT_LOAD segments, and the mapped files. It is small on purpose: it
 // knows the notes the unwinder and the symboliser need, no more.
 package core
 
 import (
+	"debug/elf"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -19,6 +20,8 @@ import (
 // makes it an unwind.Memory; it is safe for concurrent use when the
 // underlying io.ReaderAt is.
 type File struct {
+	Arch *unwind.Arch // the machine: how Threads' registers are numbered
+
 	PID  int    // process id, from NT_PRPSINFO (0 when absent)
 	PPID int    // parent's id, from NT_PRPSINFO (0 when absent; the kernel writes the id of the parent's thread that forked)
 	Name string // pr_fname: the command name (15 bytes from the kernel, up to 16 from gcore)
@@ -139,7 +142,6 @@ func (e *FormatError) Error() string {
 // ELF constants used here.
 const (
 	etCore     = 4
-	emX86_64   = 62
 	ptLoad     = 1
 	ptNote     = 4
 	pnXNum     = 0xffff
@@ -164,8 +166,8 @@ func NewFile(r io.ReaderAt, size int64) (*File, error) {
 		return nil, &FormatError{"ELF header", 4, "not a little-endian 64-bit ELF file"}
 	case le.Uint16(eh[16:]) != etCore:
 		return nil, &FormatError{"ELF header", 16, fmt.Sprintf("ELF type %d, not a core file", le.Uint16(eh[16:]))}
-	case le.Uint16(eh[18:]) != emX86_64:
-		return nil, &FormatError{"ELF header", 18, fmt.Sprintf("machine %d, not x86-64", le.Uint16(eh[18:]))}
+	case unwind.ForMachine(elf.Machine(le.Uint16(eh[18:]))) == nil:
+		return nil, &FormatError{"ELF header", 18, fmt.Sprintf("machine %d (%s), not x86-64 or arm64", le.Uint16(eh[18:]), elf.Machine(le.Uint16(eh[18:])))}
 	}
 	phoff := le.Uint64(eh[32:])
 	phentsize := uint64(le.Uint16(eh[54:]))
@@ -186,7 +188,7 @@ func NewFile(r io.ReaderAt, size int64) (*File, error) {
 		return nil, &FormatError{"ELF header", 56, fmt.Sprintf("%d program headers do not fit the file", phnum)}
 	}
 
-	f := &File{r: r, size: size}
+	f := &File{r: r, size: size, Arch: unwind.ForMachine(elf.Machine(le.Uint16(eh[18:])))}
 	var errs []error
 	var ph [phdrSize]byte
 	for i := range phnum {

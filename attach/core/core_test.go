@@ -218,7 +218,8 @@ func TestBadCores(t *testing.T) {
 		{"not ELF", func(b []byte) []byte { b[0] = 'X'; return b }, "core: ELF header at 0x0: not an ELF file", true},
 		{"32-bit", func(b []byte) []byte { b[4] = 1; return b }, "not a little-endian 64-bit ELF file", true},
 		{"executable", func(b []byte) []byte { b[16] = 2; return b }, "ELF type 2, not a core file", true},
-		{"arm64", func(b []byte) []byte { b[18] = 183; return b }, "machine 183, not x86-64", true},
+		{"32-bit arm", func(b []byte) []byte { b[18] = 40; return b }, "machine 40 (EM_ARM), not x86-64 or arm64", true},
+		{"arm64 with x86-64 notes", func(b []byte) []byte { b[18] = 183; return b }, "NT_PRSTATUS at 0x1bc: 336 bytes, want 392", false},
 		{"too many phdrs", func(b []byte) []byte { le.PutUint16(b[56:], 60000); return b }, "60000 program headers do not fit the file", true},
 		{"truncated note", func(b []byte) []byte {
 			le.PutUint32(b[notesOff+4:], 1<<20) // prpsinfo's descsz

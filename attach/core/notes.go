@@ -17,11 +17,13 @@ const (
 	ntFile     = 0x46494c45 // "FILE"
 )
 
-// Sizes of the x86-64 note payloads.
+// Sizes of the note payloads (struct elf_prstatus: pr_reg, the
+// registers, is 27 words on x86-64 and 34 on arm64).
 const (
-	prstatusSize = 336 // struct elf_prstatus
-	prpsinfoSize = 136 // struct elf_prpsinfo
-	prRegOff     = 112 // pr_reg inside elf_prstatus
+	prstatusSize      = 336 // x86-64
+	prstatusSizeARM64 = 392
+	prpsinfoSize      = 136 // struct elf_prpsinfo
+	prRegOff          = 112 // pr_reg inside elf_prstatus
 )
 
 // userRegs maps struct user_regs_struct (pr_reg), in its order, to DWARF
@@ -97,6 +99,9 @@ func (f *File) note(typ uint32, desc []byte, at uint64) error {
 	le := binary.LittleEndian
 	switch typ {
 	case ntPrstatus:
+		if f.Arch == unwind.ARM64 {
+			return f.prstatusARM64(desc, at)
+		}
 		if len(desc) < prstatusSize {
 			return &FormatError{"NT_PRSTATUS", at, fmt.Sprintf("%d bytes, want %d", len(desc), prstatusSize)}
 		}
@@ -134,6 +139,29 @@ func (f *File) note(typ uint32, desc []byte, at uint64) error {
 	case ntFile:
 		return f.parseFileNote(desc, at)
 	}
+	return nil
+}
+
+// prstatusARM64 reads an arm64 NT_PRSTATUS. The system call a thread
+// is in is not recorded (arm64 keeps no orig_x0 in the note): x8 holds
+// its number and x0-x5 its arguments, unless x0 already holds its
+// result; OrigRAX and RAX are -1.
+func (f *File) prstatusARM64(desc []byte, at uint64) error {
+	le := binary.LittleEndian
+	if len(desc) < prstatusSizeARM64 {
+		return &FormatError{"NT_PRSTATUS", at, fmt.Sprintf("%d bytes, want %d", len(desc), prstatusSizeARM64)}
+	}
+	t := Thread{
+		Signal:  int(int16(le.Uint16(desc[12:]))),
+		TID:     int(int32(le.Uint32(desc[32:]))),
+		OrigRAX: -1, RAX: -1,
+	}
+	var words [34]uint64 // struct user_pt_regs
+	for i := range words {
+		words[i] = le.Uint64(desc[prRegOff+8*i:])
+	}
+	t.Regs = unwind.ARM64UserRegs(words[:])
+	f.Threads = append(f.Threads, t)
 	return nil
 }
 

@@ -17,16 +17,17 @@ func (w *walker) stepCFI(cur state, fde *frame.FrameDescriptionEntry, lpc uint64
 	if err != nil {
 		return step{}, &stop{reason: fmt.Sprintf("bad CFI for %#x: %v", lpc, err)}
 	}
+	a := w.arch
 	r := &cur.regs
 	var cfa uint64
 	switch fc.CFA.Rule {
 	case frame.RuleCFA:
 		reg := fc.CFA.Reg
-		if reg >= NumRegs {
+		if reg >= uint64(a.NumRegs) {
 			return step{}, &stop{reason: fmt.Sprintf("bad CFI for %#x: CFA in register %d", lpc, reg)}
 		}
 		if !r.Has(int(reg)) {
-			return step{}, missing(cur, int(reg))
+			return step{}, w.missing(cur, int(reg))
 		}
 		cfa = r.Val[reg] + uint64(fc.CFA.Offset)
 	case frame.RuleExpression:
@@ -44,30 +45,30 @@ func (w *walker) stepCFI(cur state, fde *frame.FrameDescriptionEntry, lpc uint64
 	n := &st.caller
 	// Callee-saved registers carry over unless a rule says where they
 	// were saved; caller-saved ones are clobbered by the call.
-	n.regs.Valid = r.Valid & calleeSaved
-	n.absent = cur.absent & calleeSaved
-	for i := range NumRegs {
+	n.regs.Valid = r.Valid & a.calleeSaved
+	n.absent = cur.absent & a.calleeSaved
+	for i := range a.NumRegs {
 		if n.regs.Has(i) {
 			n.regs.Val[i] = r.Val[i]
 		}
 	}
 	// The caller's SP is the CFA unless a rule says otherwise (as gdb
 	// and delve assume: compilers do not emit a rule for rsp).
-	n.regs.Set(RSP, cfa)
+	n.regs.Set(a.SP, cfa)
 
 	ra := fc.RetAddrReg
-	if ra >= NumRegs {
+	if ra >= uint64(a.NumRegs) {
 		return step{}, &stop{reason: fmt.Sprintf("bad CFI for %#x: return address in register %d", lpc, ra)}
 	}
 	for reg, rule := range fc.Regs {
-		if reg >= NumRegs || reg == ra {
+		if reg >= uint64(a.NumRegs) || reg == ra {
 			continue // vector registers do not matter; RA comes last
 		}
 		if rule.Rule == frame.RuleUndefined {
 			// delve turns DW_CFA_restore into "undefined" (it does not
 			// keep the CIE's initial rules); for a callee-saved register
 			// that means "back to its value at entry", i.e. carry over.
-			if calleeSaved&(1<<reg) == 0 {
+			if a.calleeSaved&(1<<reg) == 0 {
 				n.regs.Valid &^= 1 << reg
 				n.absent &^= 1 << reg
 			}
@@ -79,9 +80,14 @@ func (w *walker) stepCFI(cur state, fde *frame.FrameDescriptionEntry, lpc uint64
 	}
 
 	rule, ok := fc.Regs[ra]
-	if !ok || rule.Rule == frame.RuleUndefined {
+	switch {
+	case !ok && int(ra) == a.linkReg:
+		// No rule for the link register: the function has not saved it
+		// (a leaf, or before its prologue), the return address is in it.
+		rule = frame.DWRule{Rule: frame.RuleSameVal}
+	case !ok || rule.Rule == frame.RuleUndefined:
 		// _start and clone3 mark the outermost frame this way.
-		n.regs.Set(RIP, 0)
+		n.regs.Set(a.PC, 0)
 		st.outermost = true
 		return st, nil
 	}
@@ -89,7 +95,11 @@ func (w *walker) stepCFI(cur state, fde *frame.FrameDescriptionEntry, lpc uint64
 	if s != nil {
 		return step{}, s
 	}
-	n.regs.Set(RIP, v)
+	n.regs.Set(a.PC, v)
+	if int(ra) == a.linkReg {
+		// After the return the caller's link register still holds it.
+		n.regs.Set(a.linkReg, v)
+	}
 	return st, nil
 }
 
@@ -114,7 +124,7 @@ func (w *walker) rule(cur state, reg int, rule frame.DWRule, cfa uint64) (uint64
 	switch rule.Rule {
 	case frame.RuleSameVal:
 		if !r.Has(reg) {
-			return 0, missing(cur, reg)
+			return 0, w.missing(cur, reg)
 		}
 		return r.Val[reg], nil
 	case frame.RuleOffset:
@@ -123,10 +133,10 @@ func (w *walker) rule(cur state, reg int, rule frame.DWRule, cfa uint64) (uint64
 		return cfa + uint64(rule.Offset), nil
 	case frame.RuleRegister:
 		switch src := rule.Reg; {
-		case src >= NumRegs:
-			return 0, &stop{reason: fmt.Sprintf("%s saved in register %d", RegName(reg), src)}
+		case src >= uint64(w.arch.NumRegs):
+			return 0, &stop{reason: fmt.Sprintf("%s saved in register %d", w.arch.RegName(reg), src)}
 		case !r.Has(int(src)):
-			return 0, missing(cur, int(src))
+			return 0, w.missing(cur, int(src))
 		default:
 			return r.Val[src], nil
 		}
@@ -140,7 +150,7 @@ func (w *walker) rule(cur state, reg int, rule frame.DWRule, cfa uint64) (uint64
 		v, s := w.eval(cur, cfa, rule.Expression)
 		return v, s
 	}
-	return 0, &stop{reason: fmt.Sprintf("%s: unsupported CFI rule %d", RegName(reg), rule.Rule)}
+	return 0, &stop{reason: fmt.Sprintf("%s: unsupported CFI rule %d", w.arch.RegName(reg), rule.Rule)}
 }
 
 func (w *walker) load(addr uint64) (uint64, *stop) {
@@ -152,11 +162,11 @@ func (w *walker) load(addr uint64) (uint64, *stop) {
 }
 
 // missing is the stop for a rule that needs an unknown register.
-func missing(cur state, reg int) *stop {
+func (w *walker) missing(cur state, reg int) *stop {
 	if cur.absent&(1<<reg) != 0 {
-		return &stop{reason: "needs register " + RegName(reg), needs: true}
+		return &stop{reason: "needs register " + w.arch.RegName(reg), needs: true}
 	}
-	return &stop{reason: "register " + RegName(reg) + " unknown"}
+	return &stop{reason: "register " + w.arch.RegName(reg) + " unknown"}
 }
 
 // establish runs the CFI program up to pc. delve's interpreter panics on
@@ -178,10 +188,10 @@ func (w *walker) eval(cur state, cfa uint64, expr []byte) (v uint64, s *stop) {
 	}
 	dr := op.DwarfRegisters{
 		ByteOrder: binary.LittleEndian,
-		PCRegNum:  RIP, SPRegNum: RSP, BPRegNum: RBP,
+		PCRegNum:  uint64(w.arch.PC), SPRegNum: uint64(w.arch.SP), BPRegNum: uint64(w.arch.FP),
 		CFA: int64(cfa),
 	}
-	for i := range NumRegs {
+	for i := range w.arch.NumRegs {
 		if cur.regs.Has(i) {
 			dr.AddReg(uint64(i), op.DwarfRegisterFromUint64(cur.regs.Val[i]))
 		}
@@ -200,14 +210,14 @@ func (w *walker) eval(cur state, cfa uint64, expr []byte) (v uint64, s *stop) {
 		reg := -1
 		if err != nil {
 			var n int
-			if _, e := fmt.Sscanf(err.Error(), "register %d not available", &n); e == nil && n >= 0 && n < NumRegs {
+			if _, e := fmt.Sscanf(err.Error(), "register %d not available", &n); e == nil && n >= 0 && n < w.arch.NumRegs {
 				reg = n
 			}
-		} else if len(pieces) == 1 && pieces[0].Kind == op.RegPiece && pieces[0].Val < NumRegs {
+		} else if len(pieces) == 1 && pieces[0].Kind == op.RegPiece && pieces[0].Val < uint64(w.arch.NumRegs) {
 			reg = int(pieces[0].Val)
 		}
 		if reg >= 0 {
-			return 0, missing(cur, reg)
+			return 0, w.missing(cur, reg)
 		}
 		return 0, &stop{reason: "needs a register", needs: cur.absent != 0}
 	}

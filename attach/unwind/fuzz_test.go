@@ -48,7 +48,7 @@ func FuzzUnwind(f *testing.F) {
 		regs.Val[unwind.RIP] = le.Uint64(data)
 		regs.Val[unwind.RSP] = le.Uint64(data[8:])
 		regs.Val[unwind.RBP] = le.Uint64(data[16:])
-		regs.Valid = le.Uint32(data[24:])
+		regs.Valid = uint64(le.Uint32(data[24:]))
 		n := int(data[28])
 		rest := data[29:]
 		if n > len(rest) {

@@ -34,7 +34,7 @@ const (
 // have saved them anywhere.
 func (w *walker) stepScan(cur state, pc uint64) (step, bool) {
 	code, ok := w.tables.(CodeMap)
-	if !ok {
+	if !ok || !w.arch.scan {
 		return step{}, false
 	}
 	here, _, ok := code.Code(pc)

@@ -27,3 +27,24 @@ func TestIndirectCall(t *testing.T) {
 		}
 	}
 }
+
+// arm64's struct user_pt_regs, from PTRACE_GETREGSET or a core's
+// NT_PRSTATUS: x0-x30, sp, pc, pstate, in DWARF numbering.
+func TestARM64UserRegs(t *testing.T) {
+	var words [34]uint64
+	for i := range words {
+		words[i] = 100 + uint64(i)
+	}
+	r := ARM64UserRegs(words[:])
+	for i := range 31 {
+		if !r.Has(i) || r.Val[i] != 100+uint64(i) {
+			t.Errorf("x%d = %d (known %v), want %d", i, r.Val[i], r.Has(i), 100+i)
+		}
+	}
+	if r.Val[FP] != 129 || r.Val[LR] != 130 || r.Val[SP] != 131 || r.Val[PC] != 132 {
+		t.Errorf("x29 %d, x30 %d, sp %d, pc %d; want 129, 130, 131, 132", r.Val[FP], r.Val[LR], r.Val[SP], r.Val[PC])
+	}
+	if r.Valid != ARM64.allRegs() {
+		t.Errorf("valid %#x, want every register (%#x)", r.Valid, ARM64.allRegs())
+	}
+}

@@ -1,16 +1,13 @@
-// Package unwind walks a native x86-64 stack from a set of registers and a
-// view of memory, using DWARF call-frame information (.eh_frame and
-// .debug_frame), the kernel's signal frames and frame pointers as a last
+// Package unwind walks a native x86-64 or arm64 stack from a set of
+// registers and a view of memory, using DWARF call-frame information
+// (.eh_frame and .debug_frame), the kernel's signal frames, and frame
+// pointers or (x86-64) a scan of the stack for return addresses as a last
 // resort. It never touches a process: registers and memory come in through
 // small interfaces, so the same code unwinds live threads, core files and
 // bytes in tests.
 package unwind
 
-import (
-	"fmt"
-
-	"github.com/go-delve/delve/pkg/dwarf/frame"
-)
+import "github.com/go-delve/delve/pkg/dwarf/frame"
 
 // DWARF register numbers on x86-64 (System V ABI, figure 3.36).
 const (
@@ -26,15 +23,31 @@ const (
 	R15 = 15
 	RIP = 16 // the return-address column
 
-	NumRegs = 17
+	NumRegs = 17 // x86-64's integer registers and rip
 )
 
-// Regs is a register file in DWARF numbering; Valid has bit i set when
-// register i is known (a thread read from /proc/PID/task/TID/syscall only
-// knows RSP and RIP).
+// DWARF register numbers on arm64 (AADWARF64): x0-x30 are 0-30.
+const (
+	X0  = 0
+	X8  = 8  // the system call number
+	FP  = 29 // x29, the frame pointer
+	LR  = 30 // x30, the link register: the return-address column
+	SP  = 31
+	PC  = 32 // not a DWARF column: where Regs keeps the program counter
+	X30 = LR
+
+	NumRegsARM64 = 33
+)
+
+// MaxRegs is the size of the largest register file (arm64's).
+const MaxRegs = NumRegsARM64
+
+// Regs is a register file in DWARF numbering (of one Arch); Valid has
+// bit i set when register i is known (a thread read from
+// /proc/PID/task/TID/syscall only knows its stack pointer and PC).
 type Regs struct {
-	Val   [NumRegs]uint64
-	Valid uint32
+	Val   [MaxRegs]uint64
+	Valid uint64
 }
 
 func (r *Regs) Set(i int, v uint64) { r.Val[i] = v; r.Valid |= 1 << i }
@@ -52,23 +65,8 @@ type Tables interface {
 	FDEForPC(pc uint64) *frame.FrameDescriptionEntry
 }
 
-// Callee-saved registers keep their value across a call unless the CFI
-// says where the callee saved them (System V ABI, figure 3.4).
-const calleeSaved = 1<<RBX | 1<<RBP | 1<<12 | 1<<13 | 1<<14 | 1<<15
-
-// allRegs is the mask of a complete register file.
-const allRegs = 1<<NumRegs - 1
-
-var regNames = [NumRegs]string{"rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp",
-	"r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "rip"}
-
-// RegName names DWARF register i ("rbp"), or "r<i>" beyond the integer set.
-func RegName(i int) string {
-	if i >= 0 && i < NumRegs {
-		return regNames[i]
-	}
-	return fmt.Sprintf("r%d", i)
-}
+// RegName names x86-64 DWARF register i ("rbp").
+func RegName(i int) string { return AMD64.RegName(i) }
 
 // Frame is one frame of an unwound stack, innermost first.
 type Frame struct {
@@ -120,6 +118,9 @@ func (r *Result) Complete() bool { return r.Stop == StopEnd }
 // Options tune Unwind.
 type Options struct {
 	MaxDepth int // frames at most (default 512)
+	// Arch is the target's architecture (default AMD64): the numbering
+	// of Regs and how frames are laid out.
+	Arch *Arch
 }
 
 // Stop reasons that callers may compare against.

@@ -1,7 +1,6 @@
 package unwind
 
 import (
-	"bytes"
 	"fmt"
 	"strings"
 
@@ -12,17 +11,13 @@ import (
 // frame-pointer fallback distrusts it.
 const maxFPFrame = 16 << 20
 
-// restoreRT is glibc's (and most libcs') x86-64 __restore_rt:
-// mov $15,%rax (rt_sigreturn); syscall.
-var restoreRT = []byte{0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05}
-
 // state is what the walk knows about one frame.
 type state struct {
 	regs Regs
 	// absent marks registers unknown because the caller never supplied
 	// them (as opposed to clobbered by a call): only those make it worth
 	// reading the full register file and unwinding again.
-	absent uint32
+	absent uint64
 }
 
 // stop ends a walk: reason becomes Result.Stop, needs Result.NeedsRegs.
@@ -44,26 +39,31 @@ type step struct {
 	entry uint64
 }
 
-// Unwind walks the stack that starts at regs (RIP and RSP must be
-// valid). It never fails: it returns the frames it found and why it
-// stopped. tables may be nil (frame pointers and signal frames only).
+// Unwind walks the stack that starts at regs (the PC and the stack
+// pointer must be valid). It never fails: it returns the frames it found
+// and why it stopped. tables may be nil (frame pointers and signal
+// frames only).
 func Unwind(regs Regs, mem Memory, tables Tables, opt Options) Result {
 	maxDepth := opt.MaxDepth
 	if maxDepth <= 0 {
 		maxDepth = 512
 	}
-	w := walker{mem: mem, tables: tables}
+	a := opt.Arch
+	if a == nil {
+		a = AMD64
+	}
+	w := walker{mem: mem, tables: tables, arch: a}
 	var res Result
-	cur := state{regs: regs, absent: allRegs &^ regs.Valid}
-	for _, r := range []int{RIP, RSP} {
+	cur := state{regs: regs, absent: a.allRegs() &^ regs.Valid}
+	for _, r := range []int{a.PC, a.SP} {
 		if !regs.Has(r) {
-			res.Stop, res.NeedsRegs = "needs register "+RegName(r), true
+			res.Stop, res.NeedsRegs = "needs register "+a.RegName(r), true
 			return res
 		}
 	}
 	method, exact := "regs", true
 	for {
-		pc := cur.regs.Val[RIP]
+		pc := cur.regs.Val[a.PC]
 		f := Frame{PC: pc, Method: method, Regs: cur.regs}
 		fde, lpc, signal := w.find(pc, exact)
 		f.LookupPC, f.Signal = lpc, signal
@@ -77,7 +77,7 @@ func Unwind(regs Regs, mem Memory, tables Tables, opt Options) Result {
 			return res
 		}
 		next := st.caller
-		npc, nsp, sp := next.regs.Val[RIP], next.regs.Val[RSP], cur.regs.Val[RSP]
+		npc, nsp, sp := next.regs.Val[a.PC], next.regs.Val[a.SP], cur.regs.Val[a.SP]
 		switch {
 		case npc == 0 && (st.outermost || st.method != "cfi"):
 			res.Stop = StopEnd
@@ -105,6 +105,7 @@ func Unwind(regs Regs, mem Memory, tables Tables, opt Options) Result {
 type walker struct {
 	mem    Memory
 	tables Tables
+	arch   *Arch
 }
 
 func (w *walker) fde(pc uint64) *frame.FrameDescriptionEntry {
@@ -150,9 +151,9 @@ func (w *walker) find(pc uint64, exact bool) (*frame.FrameDescriptionEntry, uint
 }
 
 func (w *walker) isRestoreRT(pc uint64) bool {
-	var b [9]byte
-	n, _ := w.mem.ReadAt(b[:], pc)
-	return n == len(b) && bytes.Equal(b[:], restoreRT)
+	b := make([]byte, len(w.arch.sigreturn))
+	n, _ := w.mem.ReadAt(b, pc)
+	return n == len(b) && w.arch.isSigreturn(b)
 }
 
 // step finds the caller of the frame in cur.
@@ -172,41 +173,39 @@ func (w *walker) step(cur state, fde *frame.FrameDescriptionEntry, lpc uint64, s
 	}
 }
 
-// stepSigframe restores the registers the kernel saved in struct
-// rt_sigframe { char *pretcode; struct ucontext uc; struct siginfo info; }.
-// When the handler returns to __restore_rt, pretcode has been popped and
-// SP points at uc; uc.uc_mcontext (struct sigcontext) is 40 bytes in
-// (uc_flags, uc_link, a 24-byte stack_t).
+// stepSigframe restores the registers the kernel saved in the signal
+// frame (struct rt_sigframe) that SP points at when the handler returns
+// to the sigreturn trampoline.
 func (w *walker) stepSigframe(cur state) (step, *stop) {
-	const mcontext = 40
-	// struct sigcontext begins r8..r15, rdi, rsi, rbp, rbx, rdx, rax, rcx, rsp, rip.
-	order := [...]int{8, 9, 10, 11, 12, 13, 14, 15, RDI, RSI, RBP, RBX, RDX, RAX, RCX, RSP, RIP}
-	var buf [len(order) * 8]byte
-	base := cur.regs.Val[RSP] + mcontext
-	if n, _ := w.mem.ReadAt(buf[:], base); n != len(buf) {
+	a := w.arch
+	buf := make([]byte, 8*len(a.sigRegs))
+	base := cur.regs.Val[a.SP] + a.sigcontext
+	if n, _ := w.mem.ReadAt(buf, base); n != len(buf) {
 		return step{}, &stop{reason: fmt.Sprintf("memory unreadable at %#x", base+uint64(n))}
 	}
 	var st step
-	for i, r := range order {
+	for i, r := range a.sigRegs {
 		st.caller.regs.Set(r, le64(buf[i*8:]))
 	}
-	st.cfa = st.caller.regs.Val[RSP]
+	st.cfa = st.caller.regs.Val[a.SP]
 	st.method = "signal"
 	return st, nil
 }
 
-// stepFP follows the frame-pointer chain: [rbp] is the caller's rbp and
-// [rbp+8] the return address. Used only where no CFI covers the PC, and
-// only when rbp plausibly points into this stack above SP.
+// stepFP follows the frame-pointer chain: [fp] is the caller's frame
+// pointer and [fp+8] the return address (rbp on x86-64, x29 on arm64).
+// Used only where no CFI covers the PC, and only when the frame pointer
+// plausibly points into this stack above SP.
 func (w *walker) stepFP(cur state, lpc uint64) (step, *stop) {
+	a := w.arch
 	r := &cur.regs
-	if !r.Has(RBP) {
-		if cur.absent&(1<<RBP) != 0 {
-			return step{}, &stop{reason: "needs register rbp", needs: true}
+	if !r.Has(a.FP) {
+		if cur.absent&(1<<a.FP) != 0 {
+			return step{}, &stop{reason: "needs register " + a.RegName(a.FP), needs: true}
 		}
 		return step{}, &stop{reason: fmt.Sprintf("no unwind info for %#x", lpc)}
 	}
-	bp, sp := r.Val[RBP], r.Val[RSP]
+	bp, sp := r.Val[a.FP], r.Val[a.SP]
 	if bp < sp || bp-sp > maxFPFrame || bp%8 != 0 {
 		return step{}, &stop{reason: fmt.Sprintf("no unwind info for %#x", lpc)}
 	}
@@ -215,9 +214,9 @@ func (w *walker) stepFP(cur state, lpc uint64) (step, *stop) {
 		return step{}, &stop{reason: fmt.Sprintf("memory unreadable at %#x", bp+uint64(n))}
 	}
 	var st step
-	st.caller.regs.Set(RBP, le64(buf[0:]))
-	st.caller.regs.Set(RIP, le64(buf[8:]))
-	st.caller.regs.Set(RSP, bp+16)
+	st.caller.regs.Set(a.FP, le64(buf[0:]))
+	st.caller.regs.Set(a.PC, le64(buf[8:]))
+	st.caller.regs.Set(a.SP, bp+16)
 	// The other callee-saved registers may have been saved anywhere in
 	// the frame: they are unknown, and no register read would fix that.
 	st.cfa = bp + 16
