@@ -72,6 +72,10 @@ func factsOf(t *stacks.Thread) threadFacts {
 		if len(s.Stack) == 0 {
 			continue
 		}
+		if len(f.samples) == 1 {
+			f.nonEmpty++ // one sample: nothing to compare it with
+			continue
+		}
 		k, ke := sampleStackKey(s.Stack, false), sampleStackKey(s.Stack, true)
 		if f.nonEmpty == 0 {
 			first, firstExact = k, ke
