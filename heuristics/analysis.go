@@ -213,11 +213,16 @@ func (a *Analysis) findStuckLockWaiters(p *stacks.Process) []ThreadRef {
 	for _, t := range p.Threads {
 		class, caller := a.wait(t)
 		// A Python lock is the lock behind Event and Condition too: a lock
-		// only in a forked child, where nobody can release it, or when the
+		// only in a forked child, where nobody can release it, when the
 		// interpreter's own C code takes it (a buffered stream's lock, a
-		// thread-local's, the import lock), which is no Event.
-		lock := class == waitLock || class == waitPyLock && (p.Fork != nil || forkChildSide(p).ok || pyLockTakenByC(t, caller))
-		if a.running(t) || (!lock && class != waitJoin && class != waitFutex) {
+		// thread-local's, the import lock), which is no Event, or where
+		// Python code of the program's own acquires it (not threading's).
+		py := notWaiting
+		if class == waitPyLock {
+			py = pyLockUse(t)
+		}
+		lock := class == waitLock || class == waitPyLock && (p.Fork != nil || forkChildSide(p).ok || pyLockTakenByC(t, caller) || py == waitPyLock)
+		if a.running(t) || (!lock && class != waitJoin && class != waitFutex && py != waitJoin) {
 			return nil
 		}
 		if w := t.Wait; w != nil && w.Mutex != nil && a.resolveOwner(p, w.Mutex).Kind != OwnerUnknown {

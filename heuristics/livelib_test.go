@@ -4,13 +4,13 @@ package heuristics_test
 // pthread wrappers: Abseil's Mutex, GLib's GMutex, libstdc++'s
 // static-init guards, call_once and shared_mutex, gperftools' tcmalloc,
 // jemalloc, glibc's internal locks across fork() and in a signal handler,
-// Rust's std and parking_lot, Open MPI under mpirun; and controls that
-// are not deadlocks (an idle GLib main loop, an idle asyncio loop, an idle
-// Go HTTP server, OpenMP compute, MPI ranks all progressing). The
-// libraries are Debian's (scripts/deps/libs.txt); each patient is built
-// once (internal/patient caches it) and says, before "ready", the TIDs of
-// the threads the verdict must name. Attaching, logging and the
-// assertions are live_test.go's.
+// Rust's std and parking_lot, CPython's threading.Lock, Open MPI under
+// mpirun; and controls that are not deadlocks (an idle GLib main loop, an
+// idle asyncio loop, an idle Go HTTP server, OpenMP compute, MPI ranks
+// all progressing). The libraries are Debian's (scripts/deps/libs.txt);
+// each patient is built once (internal/patient caches it) and says,
+// before "ready", the TIDs of the threads the verdict must name.
+// Attaching, logging and the assertions are live_test.go's.
 
 import (
 	"os"
@@ -98,6 +98,8 @@ var libHangs = []libHang{
 	{name: "SharedMutexCycle", argv: native("cxx_shared_mutex.cpp"),
 		ids: []string{"lock-order-cycle"}, threads: []string{"reader", "writer"}},
 	{name: "RustMutexABBA", argv: rust("rust_abba.rs"),
+		ids: []string{"lock-order-cycle"}, threads: []string{"ab", "ba"}},
+	{name: "PythonABBA", argv: python("py_abba.py"),
 		ids: []string{"lock-order-cycle"}, threads: []string{"ab", "ba"}},
 	{name: "ParkingLotRelock", argv: cargo("rust_parking_lot"),
 		ids: []string{"self-deadlock"}, threads: []string{"worker"}, says: []string{"Cache::evict"}},

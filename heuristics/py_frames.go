@@ -112,6 +112,31 @@ func pyLockAcquire(t *stacks.Thread) bool {
 	return false
 }
 
+// pyLockUse tells what a Python lock wait is for by the innermost Python
+// frame (natively a Lock, an Event, a Condition and Thread.join are the
+// same semaphore wait): in threading's Thread.join, a join (waitJoin);
+// elsewhere in threading or queue, a wait to be woken (waitCond); in the
+// program's own code, an acquire of a lock some thread holds
+// (waitPyLock). Without Python frames it cannot tell: waitCond.
+func pyLockUse(t *stacks.Thread) waitClass {
+	for _, f := range t.Stack {
+		if !stacks.IsPythonFrame(f) {
+			continue
+		}
+		switch path.Base(strings.ReplaceAll(f.File, "\\", "/")) {
+		case "threading.py":
+			if strings.Contains(f.Func, "join") || strings.Contains(f.Func, "_wait_for_tstate_lock") {
+				return waitJoin
+			}
+			return waitCond
+		case "queue.py":
+			return waitCond
+		}
+		return waitPyLock
+	}
+	return waitCond
+}
+
 func pyLoggingFile(f stacks.Frame) bool {
 	return strings.Contains(strings.ReplaceAll(f.File, "\\", "/"), "logging/")
 }
