@@ -41,7 +41,9 @@ func sniffPprof(head []byte) int {
 	return 3 * len(ppSniffRE.FindAllIndex(sniffText(head), 40))
 }
 
-func beginsPprof(t, next string) bool { return ppTotalRE.MatchString(t) }
+func beginsPprof(t, next string) bool {
+	return ppTotalRE.MatchString(t) || strings.HasPrefix(next, "#") && ppRecordRE.MatchString(t) && strings.Contains(next, "+0x")
+}
 
 // ParsePprofGoroutine reads a debug=1 goroutine profile (see above).
 func ParsePprofGoroutine(r io.Reader) (*Snapshot, []Skipped, error) {
