@@ -2,6 +2,7 @@ package heuristics
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/hangdoc/hangdoc/stacks"
 )
@@ -38,6 +39,9 @@ type reentry struct {
 	// when only frame names speak.
 	held   int
 	family string
+	// unseen: the interrupted frames are not in the paste (cut, or no
+	// symbols), and the handler waits for a lock-holding library's lock.
+	unseen bool
 }
 
 // findReentries finds the threads re-entered by a signal handler: with
@@ -70,6 +74,12 @@ func detectReentries(a *Analysis) []reentry {
 			if r.held, r.family = sameAddrBelow(t, below); r.held >= 0 {
 				found = append(found, r)
 			} else if r.held, r.family = sameLockBelow(t.Stack, caller, sig, below); r.held >= 0 {
+				found = append(found, r)
+			} else if fam := handlerFamily(t.Stack, caller, sig); fam != "" && !namedFrom(t.Stack, below) {
+				// The handler waits for the lock of a library that is not
+				// async-signal-safe, and what the signal interrupted is
+				// not shown: most likely that library, holding the lock.
+				r.held, r.family, r.unseen = min(below, len(t.Stack)-1), fam, true
 				found = append(found, r)
 			}
 		}
@@ -180,6 +190,16 @@ func matchSignalReentry(a *Analysis) []Diagnosis {
 				fmt.Sprintf("the handler, in `%s`, waits for %s: the thread waits for itself, and the interrupted code that would unlock it cannot run until the handler returns", asker, mutexLabel(m)),
 			}
 			d.Evidence = []string{mutexFacts(m)}
+		} else if r.unseen {
+			d.Confidence = Low
+			d.Summary = fmt.Sprintf("%s waits for %s in `%s` inside signal handler `%s`: the %s lock is not async-signal-safe, and the signal most likely interrupted the thread while it held it (the interrupted frames are not in the paste)",
+				threadLabel(t), waitLockName(t), asker, handler, r.family)
+			d.Chain = []string{
+				fmt.Sprintf("the kernel ran handler `%s` on %s", handler, threadLabel(t)),
+				fmt.Sprintf("the handler calls `%s`, which waits for the %s lock", asker, r.family),
+				"a signal handler that takes a lock of a library that is not async-signal-safe waits for ever when the signal arrived while its own thread held that lock",
+			}
+			d.Evidence = []string{"the frames below the signal frame are cut or have no symbols: a paste with them (or `hangdoc attach`) would show whether the interrupted code holds the lock"}
 		} else {
 			held := frameName(t.Stack[r.held])
 			d.Confidence = Medium
@@ -198,6 +218,27 @@ func matchSignalReentry(a *Analysis) []Diagnosis {
 		ds = append(ds, d)
 	}
 	return ds
+}
+
+// handlerFamily is the lock-holding library (malloc, stdio, …) the
+// handler's frames from caller to the signal frame are in, "".
+func handlerFamily(stack []stacks.Frame, caller, sig int) string {
+	for _, f := range stack[caller:sig] {
+		if fam := lockFamily(f); fam != "" {
+			return fam
+		}
+	}
+	return ""
+}
+
+// namedFrom: some frame from i on has a symbol.
+func namedFrom(stack []stacks.Frame, i int) bool {
+	for _, f := range stack[min(i, len(stack)):] {
+		if strings.Trim(f.Func, "?") != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // signalSplitText says where the handler's frames end and the

@@ -1,6 +1,7 @@
 package heuristics
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/hangdoc/hangdoc/stacks"
@@ -77,4 +78,17 @@ func TestReentryThroughInterruptedTrylock(t *testing.T) {
 	// the same handler over code that takes no lock: no claim
 	th2 := thread(301, "logger", append(mutexFrames("log_write"), "on_sigusr1", "<signal>", "compute", "main")...)
 	none(t, "signal-handler-reentry", pasted(proc(301, th2)))
+}
+
+// A handler that waits for malloc's lock over interrupted frames the
+// paste does not show (cut, or "??"): most likely the signal came inside
+// malloc, low confidence, saying what would settle it. Hand-written, in
+// the shape of a real nx-libs paste.
+func TestReentryWithTheInterruptedSideUnseen(t *testing.T) {
+	th := thread(310, "agent", "__lll_lock_wait_private", "_L_lock_15512", "malloc", "operator new", "LogStamp::LogStamp", "sigchld_handler", "<signal>", "??")
+	d := one(t, "signal-handler-reentry", pasted(proc(310, th)))
+	if d.Confidence != Low {
+		t.Errorf("confidence %s, want low", d.Confidence)
+	}
+	has(t, "evidence", strings.Join(d.Evidence, "\n"), "cut or have no symbols")
 }
