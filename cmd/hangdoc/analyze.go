@@ -117,11 +117,24 @@ func (opts *analyzeOptions) read(name string, ios *ioStreams) (*stacks.Snapshot,
 		}
 		return nil, fmt.Errorf("%s: %w", displayName(name), err)
 	}
-	for _, s := range skipped {
+	// what was skipped, a line a range, the first maxSkipLines of them: a
+	// large file of junk must not print one line per line of junk
+	for i, s := range skipped {
+		if i == maxSkipLines {
+			lines := 0
+			for _, r := range skipped[i:] {
+				lines += r.To - r.From + 1
+			}
+			fmt.Fprintf(ios.errOut, "hangdoc: %s (%s): and %d more ranges skipped (%d lines, the first at line %d)\n", displayName(name), format, len(skipped)-i, lines, s.From)
+			break
+		}
 		fmt.Fprintf(ios.errOut, "hangdoc: %s (%s): %s\n", displayName(name), format, s)
 	}
 	return snap, nil
 }
+
+// maxSkipLines is how many skipped ranges analyze lists.
+const maxSkipLines = 10
 
 // isCore says whether the file is an ELF core.
 func isCore(name string) bool {

@@ -23,3 +23,20 @@ func TestAnalyzeNoVerdict(t *testing.T) {
 		t.Errorf("sleeper: code %d, want 0", code)
 	}
 }
+
+// TestAnalyzeSkippedSummarised: junk between frames is said in a few
+// lines, not one a skipped range.
+func TestAnalyzeSkippedSummarised(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("Thread 1 (Thread 0x7f00 (LWP 12)):\n")
+	for i := 0; i < 5000; i++ {
+		b.WriteString("#0  0x00007f00 in pthread_mutex_lock () from /lib/libc.so.6\nsome junk a reader wrote\n")
+	}
+	_, stderr, _, err := runWith(b.String(), "analyze", "-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(stderr, "\n"); n > maxSkipLines+3 || !strings.Contains(stderr, "more ranges skipped") {
+		t.Errorf("%d lines on stderr:\n%.2000s", n, stderr)
+	}
+}
