@@ -15,7 +15,11 @@
  * the patient is ready once the handler has been entered and its thread
  * sleeps in a futex (nothing else on that arena ever does).
  *
- * Prints "churner=<tid>" before "ready".
+ * A signal that lands elsewhere in jemalloc may corrupt it instead and
+ * crash the process: so main is a supervisor that runs the hang in a
+ * fresh process (fork, then exec of itself as "worker"), again until one
+ * hangs. The worker prints "worker=<pid>" and "churner=<tid>" before
+ * "ready"; the test attaches to the worker.
  *
  * Expected stack (innermost first): futex wait ← __lll_lock_wait ←
  * pthread_mutex_lock ← (malloc_mutex_lock_slow) ← … ← mallocx ←
@@ -62,7 +66,7 @@ static PATIENT_NOINLINE void *churner_main(void *arg)
 	return NULL;
 }
 
-int main(void)
+static PATIENT_NOINLINE int worker_main(void)
 {
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
@@ -91,8 +95,32 @@ int main(void)
 		if (handled == before)
 			break;
 	}
+	patient_sayf("worker=%d\n", (int)getpid());
 	patient_sayf("churner=%d\n", (int)tid);
 	patient_ready();
 	pthread_join(c, NULL); /* for ever */
 	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && strcmp(argv[1], "worker") == 0)
+		return worker_main();
+	pid_t self = getpid();
+	for (int tries = 0; tries < 50; tries++) {
+		pid_t w = fork();
+		if (w < 0)
+			patient_die("fork");
+		if (w == 0) {
+			patient_die_with_parent(self);
+			execl("/proc/self/exe", argv[0], "worker", (char *)NULL);
+			_exit(2);
+		}
+		int status;
+		if (waitpid(w, &status, 0) != w) /* for ever once it hangs */
+			patient_die("waitpid");
+		/* the worker crashed (the signal corrupted jemalloc): again */
+	}
+	fprintf(stderr, "patient: 50 workers crashed before one hung\n");
+	return 2;
 }
