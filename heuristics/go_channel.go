@@ -62,6 +62,8 @@ func goOrphanedChannels(gp *goProc) []goOrphan {
 			continue
 		case g.kind == stacks.GoWaitRecv && notifiers[g.g.CreatedByGoroutine]:
 			continue // a signal may feed it (goSignalNotifiers)
+		case g.kind == stacks.GoWaitRecv && notifiers[0] && g.g.CreatedByGoroutine == 0 && g.g.WaitMinutes == 0:
+			continue // before Go 1.21 a dump names no creating goroutine: any recent receive may be a signal channel
 		}
 		cr := g.g.CreatedBy.Func
 		if cr == "" {
@@ -106,12 +108,13 @@ func onlyChannelsAsleep(gp *goProc, users []*gor) bool {
 // they called signal.Notify, whose channel the signal handler reaches
 // from then on, whoever else holds it. A receive they started (cmd/go's
 // processSignals: Notify, then go func() { <-sig }()) may be fed by a
-// signal. Known from Go 1.21 on, whose dumps name the creating goroutine.
+// signal. Known from Go 1.21 on, whose dumps name the creating goroutine;
+// before, the map holds 0: some goroutine called signal.Notify.
 func goSignalNotifiers(gp *goProc) map[int]bool {
 	out := map[int]bool{}
 	for _, g := range gp.all {
-		if strings.HasPrefix(g.g.CreatedBy.Func, "os/signal.Notify") && g.g.CreatedByGoroutine != 0 {
-			out[g.g.CreatedByGoroutine] = true
+		if strings.HasPrefix(g.g.CreatedBy.Func, "os/signal.Notify") {
+			out[g.g.CreatedByGoroutine] = true // 0: signal.Notify was called, by a goroutine the dump does not name
 		}
 	}
 	return out
