@@ -143,6 +143,17 @@ func rankOf(p *stacks.Process) rankView {
 	if r.lead != nil {
 		if i := outermostCollective(r.lead.Stack); i >= 0 {
 			r.coll, r.collAt = frameName(r.lead.Stack[i]), i
+		} else if len(r.lead.Stack) == 0 {
+			// A busy rank's thread that did not stop in time in the last
+			// sample has no stack; an earlier sample says where it is.
+			for j := len(r.lead.Samples) - 1; j >= 0; j-- {
+				if st := r.lead.Samples[j].Stack; len(st) > 0 {
+					if i := outermostCollective(st); i >= 0 {
+						r.coll = frameName(st[i])
+					}
+					break
+				}
+			}
 		}
 	}
 	return r

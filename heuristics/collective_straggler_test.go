@@ -163,3 +163,23 @@ func containsInt(xs []int, x int) bool {
 	}
 	return false
 }
+
+// A busy rank whose thread did not stop in time in the last sample has no
+// stack there: its earlier sample still puts it in the collective (seen on
+// Open MPI ranks polling in opal_progress on a loaded machine,
+// cmd/hangdoc's TestSlurmReadmeCluster).
+func TestCollectiveStragglerLastSampleUnknown(t *testing.T) {
+	snap := fourRanks()
+	for _, p := range snap.Processes {
+		for _, th := range p.Threads {
+			if th.Tid == 4000 {
+				th.Samples = []stacks.Sample{{State: "R", Stack: th.Stack}, {State: "R"}}
+				th.Stack = nil
+			}
+		}
+	}
+	d := one(t, "collective-straggler", snap)
+	if d.Pids[0] != 4200 {
+		t.Errorf("pids %v: want the straggler 4200 first", d.Pids)
+	}
+}

@@ -28,10 +28,13 @@ func TestReadmeClusterPgrep(t *testing.T) {
 	if m == nil {
 		t.Fatal("no srun … sh -c 'hangdoc attach …' line in the README")
 	}
-	sub := regexp.MustCompile(`\$\((pgrep [^)]*)\)`).FindStringSubmatch(m[1])
-	if sub == nil {
-		t.Fatalf("the srun line %q finds no pids with pgrep", m[1])
+	// Its pattern (the -P of slurmstepd's children needs a Slurm job:
+	// TestSlurmReadmeCluster runs the whole line).
+	pat := regexp.MustCompile(`\$\(pgrep [^']*-f ("[^"]*")\)`).FindStringSubmatch(m[1])
+	if pat == nil {
+		t.Fatalf("the srun line %q finds no pids with pgrep -f", m[1])
 	}
+	sub := []string{"", `pgrep -d " " -f ` + pat[1]}
 	// A stand-in for the training process: its command line names train.py.
 	script := filepath.Join(t.TempDir(), "train.py")
 	if err := os.WriteFile(script, nil, 0o644); err != nil {
