@@ -37,7 +37,7 @@ func TestDebuginfod(t *testing.T) {
 		t.Fatalf("objcopy --only-keep-debug: %v\n%s", err, out)
 	}
 	id := buildIDOf(t, stripped)
-	port := freePort(t)
+	port := patient.FreePort(t)
 	url := fmt.Sprintf("http://127.0.0.1:%d", port)
 	cmd := exec.Command(server, "-F", "-p", fmt.Sprint(port), "-d", filepath.Join(t.TempDir(), "db.sqlite"), "-t", "0", "-g", "0", srv)
 	var log strings.Builder
@@ -203,16 +203,6 @@ func buildIDOf(t *testing.T, path string) string {
 	}
 	t.Fatalf("%s has no build id", path)
 	return ""
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // waitServed polls until the server serves url (it scans its directory

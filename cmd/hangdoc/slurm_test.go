@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -207,7 +206,7 @@ SlurmctldLogFile=%[4]s/log/slurmctld.log
 SlurmdLogFile=%[4]s/log/slurmd.log
 NodeName=localhost NodeHostname=localhost CPUs=%[5]d RealMemory=100 State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
-`, freePort(t), freePort(t), sock, dir, runtime.NumCPU())), 0o644)
+`, patient.FreePort(t), patient.FreePort(t), sock, dir, runtime.NumCPU())), 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,17 +271,6 @@ func waitFor(t *testing.T, limit time.Duration, what string, ok func() bool) {
 			t.Fatalf("no %s after %v", what, limit)
 		}
 	}
-}
-
-// freePort returns a TCP port free on localhost now.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 func exitedWith(err error, code int) bool {
