@@ -314,6 +314,14 @@ func sameGoroutines(t *testing.T, want, got *stacks.Process, atLeast int) {
 			wc.Func != gc.Func || wc.File != gc.File || wc.Line != gc.Line || wc.PC != gc.PC {
 			t.Errorf("goroutine %d: %+v without DWARF, %+v through DWARF", id, gg, wg)
 		}
+		if !live && moving(wg.Status) && sameFrames(physical(wt.Stack), physical(gt.Stack)) {
+			// A goroutine descheduled in runtime.Gosched (inlined into
+			// runtime.GC, the abba patient's keepAlive loop) resumes at a
+			// PC inside the inlined call: Go's traceback and the reader
+			// without DWARF expand it there, delve does not. Its machine
+			// frames must still agree.
+			continue
+		}
 		if !sameFrames(wt.Stack, gt.Stack) {
 			if bad++; bad <= 3 {
 				t.Errorf("goroutine %d (%s): frames without DWARF:\n%s\nthrough DWARF:\n%s", id, wg.Status, frameLines(gt.Stack), frameLines(wt.Stack))
@@ -323,6 +331,18 @@ func sameGoroutines(t *testing.T, want, got *stacks.Process, atLeast int) {
 	if live && compared < atLeast {
 		t.Errorf("only %d of %d goroutines compared, want %d", compared, len(w), atLeast)
 	}
+}
+
+// physical are a stack's machine frames: its inlined frames left out.
+func physical(st []stacks.Frame) []stacks.Frame {
+	var out []stacks.Frame
+	for _, f := range st {
+		if !f.Inlined {
+			f.Func, f.File, f.Line = "", "", 0 // an inline expansion names the outer frame by its call site
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // pcs are the distinct PCs of a stack's physical frames.
