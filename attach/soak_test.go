@@ -107,8 +107,10 @@ func TestSoak(t *testing.T) {
 	if stops == 0 {
 		t.Error("no thread was ever stopped: the soak did not exercise ptrace stops")
 	}
+	// Growth is a leak; one fewer is a file opened before the loop
+	// (another test's, in this process) that the GC closed meanwhile.
 	for i, fd := range fds {
-		if fd != fds[0] {
+		if fd > fds[0] {
 			t.Errorf("open fds after %d attaches: %d, after the first 10: %d (a descriptor leaks)", (i+1)*10, fd, fds[0])
 			break
 		}
