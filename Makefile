@@ -37,8 +37,10 @@ release:
 deps:
 	bash scripts/install-deps.sh
 
+# -count=1: these tests read live processes and the machine; a cached
+# pass says nothing about this run.
 test: deps
-	$(GO) test -timeout $(TIMEOUT) ./...
+	$(GO) test -count=1 -timeout $(TIMEOUT) ./...
 
 # dlv, for the Go freeze benchmark's comparison, built from the module
 # cache so that hangdoc's go.sum stays as it is.
