@@ -27,8 +27,13 @@ func init() {
 
 // isLoaderLock: the loader's recursive locks live in _rtld_global
 // (dl_load_lock, dl_load_write_lock, dl_load_tls_lock).
-func isLoaderLock(m *stacks.Mutex) bool {
-	return m != nil && (strings.HasPrefix(m.Symbol, "_rtld_global") || strings.Contains(m.Symbol, "dl_load_"))
+func isLoaderLock(m *stacks.Mutex) bool { return m != nil && isLoaderLockSymbol(m.Symbol) }
+
+// isLoaderLockSymbol: the symbol of one of those locks, as attach reads
+// it or gdb prints it beside an address (ld.so's own code names
+// _rtld_global by its hidden alias _rtld_local).
+func isLoaderLockSymbol(sym string) bool {
+	return strings.HasPrefix(sym, "_rtld_global") || strings.HasPrefix(sym, "_rtld_local") || strings.Contains(sym, "dl_load_")
 }
 
 // waitsForLoaderLock: a thread blocked on the loader's lock, by the

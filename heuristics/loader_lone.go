@@ -2,7 +2,6 @@ package heuristics
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/hangdoc/hangdoc/stacks"
 )
@@ -39,7 +38,7 @@ func loaderSide(t *stacks.Thread) string {
 	// The lock's name, from the arguments of the frames that take it.
 	for _, f := range t.Stack[:caller+1] {
 		for _, a := range f.Args {
-			if sym := argSymbol(a.Value); strings.HasPrefix(sym, "_rtld_local") || strings.HasPrefix(sym, "_rtld_global") || strings.Contains(sym, "dl_load_") {
+			if l, ok := argAddr(a.Value); ok && isLoaderLockSymbol(l.Symbol) {
 				return "loader-lock-wait"
 			}
 		}
@@ -83,16 +82,6 @@ func atStartup(st []stacks.Frame) bool {
 		return true
 	}
 	return false
-}
-
-// argSymbol is the symbol gdb printed beside an address ("0x7f… <_rtld_local+2312>").
-func argSymbol(v string) string {
-	i := strings.IndexByte(v, '<')
-	j := strings.LastIndexByte(v, '>')
-	if i < 0 || j <= i {
-		return ""
-	}
-	return v[i+1 : j]
 }
 
 // loneLoaderDiagnosis is the verdict on a lone waiter whose stack
