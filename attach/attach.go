@@ -64,9 +64,9 @@ type Stats struct {
 }
 
 // Attach samples the processes and returns what it read. An error means
-// nothing useful could be read (no such process, ptrace refused); a
-// process that exits mid-sample is returned with Exited set and what was
-// read before.
+// nothing useful could be read (no such process, ptrace refused); it is
+// an *Error that names the process it is about. A process that exits
+// mid-sample is returned with Exited set and what was read before.
 func Attach(ctx context.Context, pids []int, opts Options) (*stacks.Snapshot, error) {
 	snap, _, err := AttachStats(ctx, pids, opts)
 	return snap, err
@@ -90,7 +90,7 @@ func AttachStats(ctx context.Context, pids []int, opts Options) (*stacks.Snapsho
 	for _, pid := range pids {
 		tg, err := openTargetWith(pid, opts)
 		if err != nil {
-			return nil, Stats{}, err
+			return nil, Stats{}, pidError(pid, err)
 		}
 		targets = append(targets, tg)
 		snap.Processes = append(snap.Processes, tg.proc)
@@ -126,7 +126,7 @@ sampling:
 	wall := time.Since(start)
 	for _, tg := range targets {
 		if err := tg.finish(wall); err != nil {
-			return nil, Stats{}, err
+			return nil, Stats{}, pidError(tg.pid, err)
 		}
 		if tg.python != nil && tg.python.gil {
 			snap.Evidence.GIL = true // who holds the GIL was read (python.go)
@@ -140,8 +140,13 @@ sampling:
 var modules = module.NewCache()
 
 // targetMaps makes the checks Attach makes before it samples anything
-// and reads the process's mappings.
+// and reads the process's mappings; an error is an *Error.
 func targetMaps(pid int) (taskStat, []module.Mapping, error) {
+	st, maps, err := readTargetMaps(pid)
+	return st, maps, pidError(pid, err)
+}
+
+func readTargetMaps(pid int) (taskStat, []module.Mapping, error) {
 	st, err := checkTarget(pid)
 	if err != nil {
 		return st, nil, err

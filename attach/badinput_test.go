@@ -51,6 +51,9 @@ func TestAttachRefusesWhatIsNotATarget(t *testing.T) {
 		if !errors.Is(err, c.is) || !strings.Contains(err.Error(), c.says) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s (pid %d): got %v; want one line, %v, saying %q", c.name, c.pid, err, c.is, c.says)
 		}
+		if e := (*attach.Error)(nil); !errors.As(err, &e) || e.Pid != c.pid || e.Kind != c.is {
+			t.Errorf("%s: error %#v: want an *attach.Error about pid %d of kind %v", c.name, err, c.pid, c.is)
+		}
 	}
 }
 
@@ -88,6 +91,9 @@ func TestAttachZombie(t *testing.T) {
 	err := attachOne(cmd.Process.Pid, attach.Options{Samples: 1})
 	if !errors.Is(err, attach.ErrNotTarget) || !strings.Contains(err.Error(), "zombie") {
 		t.Fatalf("zombie: got %v", err)
+	}
+	if e := (*attach.Error)(nil); !errors.As(err, &e) || e.Pid != cmd.Process.Pid || e.Kind != attach.ErrNotTarget {
+		t.Errorf("zombie: error %#v: want an *attach.Error about pid %d, ErrNotTarget", err, cmd.Process.Pid)
 	}
 }
 

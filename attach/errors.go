@@ -17,6 +17,39 @@ var (
 	ErrProcessGone = errors.New("process exited before anything could be read")
 )
 
+// Error is a failure to read one process: its pid and, where known, its
+// kind (one of the Err values above) are data, so a caller that attaches
+// to many processes learns which one failed without reading the message.
+// Its message is the one line a user reads and names the pid.
+type Error struct {
+	Pid  int
+	Kind error // ErrNoProcess, ErrPermission, ErrNotTarget, ErrProcessGone; nil for other causes
+	Err  error // the message and its cause
+}
+
+func (e *Error) Error() string { return e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+// pidError makes err an *Error about pid, its kind found among the Err
+// values it wraps; an *Error already (about any pid) is kept as it is.
+func pidError(pid int, err error) error {
+	if err == nil {
+		return nil
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return err
+	}
+	e = &Error{Pid: pid, Err: err}
+	for _, k := range []error{ErrNoProcess, ErrPermission, ErrNotTarget, ErrProcessGone} {
+		if errors.Is(err, k) {
+			e.Kind = k
+			break
+		}
+	}
+	return e
+}
+
 func isESRCH(err error) bool { return errors.Is(err, syscall.ESRCH) }
 
 func isPermission(err error) bool {
@@ -43,11 +76,17 @@ func permissionError(pid int, cause error) error {
 		why = append(why, "hangdoc runs as root, so the target may be in another user namespace or protected by a security module (SELinux, AppArmor, seccomp)")
 	}
 	why = append(why, "in a container: `docker run --cap-add=SYS_PTRACE`, or `kubectl debug --profile=general`")
-	return fmt.Errorf("%w for pid %d (%v): %s", ErrPermission, pid, cause, strings.Join(why, "; "))
+	return pidError(pid, fmt.Errorf("%w for pid %d (%v): %s", ErrPermission, pid, cause, strings.Join(why, "; ")))
 }
 
-// checkTarget refuses what cannot be attached to, with a reason.
+// checkTarget refuses what cannot be attached to, with a reason (an
+// *Error).
 func checkTarget(pid int) (taskStat, error) {
+	st, err := refuseTarget(pid)
+	return st, pidError(pid, err)
+}
+
+func refuseTarget(pid int) (taskStat, error) {
 	if pid <= 0 {
 		return taskStat{}, fmt.Errorf("%w: pid %d is not a process id", ErrNotTarget, pid)
 	}

@@ -134,6 +134,7 @@ func parentLinks() map[int][]int {
 // or a kernel thread, and hangdoc may read it. A caller attaching to a
 // whole tree drops the pids it refuses (errors.Is ErrNoProcess,
 // ErrNotTarget, ErrPermission, ErrProcessGone) and attaches to the rest.
+// An error is an *Error.
 func Attachable(pid int) error {
 	_, _, err := targetMaps(pid)
 	return err

@@ -9,9 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -455,28 +453,25 @@ func attachTree(ctx context.Context, pids []int, opts attach.Options) (*stacks.S
 	return nil, notes, errTreeGone
 }
 
+// leftOut is the line that says why pid was left out: an attach error
+// about it names it already.
 func leftOut(pid int, err error) string {
-	msg := err.Error()
-	if strings.Contains(msg, "pid "+strconv.Itoa(pid)) {
-		return msg
+	if e := (*attach.Error)(nil); errors.As(err, &e) && e.Pid == pid {
+		return err.Error()
 	}
-	return fmt.Sprintf("pid %d: %s", pid, msg)
+	return fmt.Sprintf("pid %d: %v", pid, err)
 }
 
-var pidInError = regexp.MustCompile(`\bpid (\d+)\b`)
-
 // failingPid says which pid of the set an Attach error is about: one
-// that Attachable now refuses, or else the one the error names.
+// that Attachable now refuses, or else the one the error is about.
 func failingPid(pids []int, err error) int {
 	for _, pid := range pids {
 		if attach.Attachable(pid) != nil {
 			return pid
 		}
 	}
-	if m := pidInError.FindStringSubmatch(err.Error()); m != nil {
-		if pid, _ := strconv.Atoi(m[1]); slices.Contains(pids, pid) {
-			return pid
-		}
+	if e := (*attach.Error)(nil); errors.As(err, &e) && slices.Contains(pids, e.Pid) {
+		return e.Pid
 	}
 	return 0
 }

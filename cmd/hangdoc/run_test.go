@@ -686,11 +686,12 @@ func TestAttachTreeLeavesOut(t *testing.T) {
 	if _, _, err := attachTree(t.Context(), []int{pids[1], gone}, attach.Options{Samples: 1}); !errors.Is(err, errTreeGone) {
 		t.Errorf("nothing to sample: %v, want errTreeGone", err)
 	}
-	if got := failingPid(pids[:1], fmt.Errorf("pid %d: ptrace: operation not permitted", pids[0])); got != pids[0] {
-		t.Errorf("failingPid = %d, want the pid the error names, %d", got, pids[0])
+	denied := &attach.Error{Pid: pids[0], Kind: attach.ErrPermission, Err: fmt.Errorf("pid %d: ptrace: operation not permitted", pids[0])}
+	if got := failingPid(pids[:1], fmt.Errorf("sampling: %w", denied)); got != pids[0] {
+		t.Errorf("failingPid = %d, want the pid the error is about, %d", got, pids[0])
 	}
-	if got := failingPid(pids[:1], errors.New("something else")); got != 0 {
-		t.Errorf("failingPid of an error naming no pid of the set = %d", got)
+	if got := failingPid(pids[:1], fmt.Errorf("pid %d: something else", pids[0])); got != 0 {
+		t.Errorf("failingPid of an error that only names a pid in its text = %d, want 0 (no pid is read from a message)", got)
 	}
 }
 
