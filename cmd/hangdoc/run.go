@@ -72,8 +72,7 @@ nothing and exits with CMD's exit code (128+N when signal N ended it, as
 shells do).
 
 If CMD outlives --timeout, or hangdoc receives SIGTERM or SIGINT (what CI
-runners send when a job times out or is cancelled; Ctrl-C at a
-terminal), hangdoc samples every process of CMD's tree without harming
+runners send when a job times out or is cancelled), hangdoc samples every process of CMD's tree without harming
 it and writes the report as text to stderr, to --report FILE in
 --format, and, when GITHUB_STEP_SUMMARY is set, as Markdown at the end
 of that file. Nothing is sent to the tree before it is diagnosed. Then
@@ -82,8 +81,10 @@ process below CMD, also those that left the group, and daemons that
 double-forked (hangdoc is the tree's subreaper). A second SIGTERM or
 SIGINT while sampling cuts it short: the report shows what was read.
 
-CMD runs in the background of the terminal: Ctrl-C reaches hangdoc,
-which diagnoses before it kills; a CMD that reads the terminal stops.
+On a terminal, CMD runs in its foreground, as a shell would run it: CMD
+reads the terminal and gets Ctrl-C and Ctrl-Z itself (Ctrl-Z suspends
+hangdoc with it; fg continues both). To diagnose a CMD that ignores
+Ctrl-C, send hangdoc SIGTERM, or use --timeout.
 Sampling needs ptrace permission over the tree: root, CAP_SYS_PTRACE,
 or kernel.yama.ptrace_scope<=1 (CMD is hangdoc's descendant).
 
@@ -201,6 +202,9 @@ func runRun(ctx context.Context, opts *runOptions, ios *ioStreams) error {
 	cmd := exec.Command(opts.argv[0], opts.argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = ios.in, ios.out, ios.errOut
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// On a terminal, CMD's group becomes its foreground group while CMD
+	// runs (runterm.go).
+	term := foregroundTerminal(ios.in, ios.errOut, ios.out)
 	// Only when hangdoc's streams are not files (tests) does Wait copy
 	// output; a grandchild holding the pipe must not stall it.
 	cmd.WaitDelay = time.Second
@@ -212,6 +216,8 @@ func runRun(ctx context.Context, opts *runOptions, ios *ioStreams) error {
 		}
 		return nil
 	}
+	term.give(cmd.Process.Pid)
+	defer term.takeBack()
 	t := &tree{child: cmd.Process.Pid, adopt: opts.adopt}
 	// Watch CMD without reaping it: while it is unreaped its pid, which
 	// is also its process group's id, cannot name another process.
@@ -233,6 +239,7 @@ func runRun(ctx context.Context, opts *runOptions, ios *ioStreams) error {
 	var sig syscall.Signal
 	select {
 	case <-exited:
+		term.takeBack()
 		return finishRun(cmd, ios)
 	case <-timeout:
 		why = fmt.Sprintf("outlived --timeout %v", opts.timeout)
@@ -240,6 +247,8 @@ func runRun(ctx context.Context, opts *runOptions, ios *ioStreams) error {
 		sig, _ = s.(syscall.Signal)
 		why = fmt.Sprintf("was running when hangdoc got %s", signalName(sig))
 	}
+	// hangdoc reports on the terminal, and a second Ctrl-C must reach it.
+	term.takeBack()
 	select {
 	case <-exited: // it finished just now: not hung
 		return finishRun(cmd, ios)
