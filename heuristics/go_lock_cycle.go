@@ -26,6 +26,9 @@ type goLockStep struct {
 type goLockCycle struct {
 	steps    []goLockStep
 	inferred bool
+	// scope >= 0: a hold-and-wait of one goroutine (go_hold_wait.go),
+	// the index of the frame that holds the other lock.
+	scope int
 }
 
 func isGoLockWait(kind string) bool {
@@ -100,7 +103,7 @@ func goLockCycles(gp *goProc) []goLockCycle {
 		}
 	}
 	if len(waiters) < 2 || len(objs) < 2 {
-		return nil
+		return goHoldWaits(gp)
 	}
 	holders := goHolders(gp, objs)
 	isWaiter := map[*gor]bool{}
@@ -132,7 +135,7 @@ func goLockCycles(gp *goProc) []goLockCycle {
 				switch {
 				case h == start:
 					c := append(append([]goLockStep(nil), path...), s)
-					cycles = append(cycles, goLockCycle{steps: c, inferred: true})
+					cycles = append(cycles, goLockCycle{steps: c, inferred: true, scope: -1})
 				case !onPath[h] && h.t.Tid > start.t.Tid && len(path) < 8:
 					onPath[h] = true
 					path = append(path, s)
@@ -150,16 +153,16 @@ func goLockCycles(gp *goProc) []goLockCycle {
 	// The fallback: no pointer names any holder.
 	for obj := range objs {
 		if len(holders[obj]) > 0 {
-			return nil
+			return goHoldWaits(gp)
 		}
 	}
 	for _, g := range gp.user() {
 		if !g.blockedForever() && g.kind != stacks.GoWaitSleep {
-			return nil // it runs, or waits on I/O: it may unlock one
+			return goHoldWaits(gp) // it runs, or waits on I/O: it may unlock one
 		}
 	}
 	sort.Slice(waiters, func(i, j int) bool { return waiters[i].t.Tid < waiters[j].t.Tid })
-	var c goLockCycle
+	c := goLockCycle{scope: -1}
 	for _, w := range waiters {
 		c.steps = append(c.steps, goLockStep{waiter: w, obj: w.obj})
 	}
@@ -177,6 +180,9 @@ func matchGoLockCycle(a *Analysis) []Diagnosis {
 }
 
 func goLockCycleDiagnosis(gp *goProc, c goLockCycle) Diagnosis {
+	if c.scope >= 0 {
+		return goHoldWaitDiagnosis(c)
+	}
 	var gs []*gor
 	for _, s := range c.steps {
 		gs = append(gs, s.waiter)

@@ -18,12 +18,20 @@ type goSelf struct {
 	ev     holdEvidence
 	held   bool // ev was found (else: the writer and reader alone tell it)
 	writer *gor // the writer waiting on the same RWMutex (RLock)
+	// lone: a reader waits and no writer is in sight (a paste of the
+	// stuck goroutine alone); a reader waits only behind a writer, and
+	// nothing that runs could be it.
+	lone bool
 }
 
 // goSelfDeadlocks finds goroutines waiting to lock an object that a
 // frame below the one locking received (the outer frame holds it), when
 // no other goroutine may hold it. A recursive RLock needs a writer
-// waiting on the same RWMutex: without one it does not block.
+// waiting on the same RWMutex: without one it does not block, so a
+// reader waiting with no writer in sight and nothing running that could
+// hold the lock for writing is a paste that left the writer out; the
+// recursive RLock is then the likely cause, and the verdict says so
+// with low confidence.
 func goSelfDeadlocks(gp *goProc) []goSelf {
 	objs := map[uint64]bool{}
 	for _, g := range gp.user() {
@@ -36,10 +44,12 @@ func goSelfDeadlocks(gp *goProc) []goSelf {
 	}
 	holders := goHolders(gp, objs)
 	writers := map[uint64]*gor{}
+	running := false
 	for _, g := range gp.user() {
 		if g.kind == stacks.GoWaitWLock && g.obj != 0 && writers[g.obj] == nil {
 			writers[g.obj] = g
 		}
+		running = running || g.kind == goRunning
 	}
 	var out []goSelf
 	for _, g := range gp.user() {
@@ -64,7 +74,10 @@ func goSelfDeadlocks(gp *goProc) []goSelf {
 			// holding it are among the waiting readers.
 			s.writer = writers[g.obj]
 			if s.writer == nil {
-				continue
+				if running || len(holders[g.obj]) > 0 {
+					continue // the writer may be the one that runs, or one that holds it
+				}
+				s.lone = true
 			}
 		case stacks.GoWaitMutex, stacks.GoWaitWLock:
 			if !held {
@@ -98,8 +111,26 @@ func goSelfDiagnosis(gp *goProc, s goSelf) Diagnosis {
 		d.Chain = append(d.Chain, "which it may hold itself: "+s.ev.text(g, g.obj))
 	}
 	d.Evidence = append(d.Evidence, g.stackLine())
-	switch g.kind {
-	case stacks.GoWaitRLock:
+	switch {
+	case g.kind == stacks.GoWaitRLock && s.lone:
+		d.Refs = []string{"https://pkg.go.dev/sync#RWMutex"}
+		d.Confidence = Low
+		d.Summary = fmt.Sprintf("most likely a recursive RLock behind a waiting writer: %s waits to read-lock "+
+			"sync.RWMutex %#x in %s, and no goroutine of the dump holds it for writing or runs", g.label(), g.obj, g.where())
+		d.Chain = append(d.Chain,
+			"a reader waits only while a writer holds the lock or waits for it; no goroutine of the dump waits "+
+				"to write-lock it, holds it as far as the frames show, or runs: the writer is not in the dump",
+			"the usual cause: a goroutine holding the read lock read-locks it again after a writer queued; the "+
+				"writer waits for the first read lock, the second waits behind the writer")
+		d.Evidence = append(d.Evidence, "sync.RWMutex: \"If any goroutine calls Lock while the lock is already held "+
+			"by one or more readers, concurrent calls to RLock will block until the writer has acquired (and "+
+			"released) the lock\"; a recursive read lock is forbidden for that reason",
+			"the goroutines that would settle it are not in the dump: the one in RWMutex.Lock, and the frames "+
+				"below the RLock that took the lock first (a full dump: SIGQUIT, or /debug/pprof/goroutine?debug=2)")
+		d.Fix = "Look for a path that read-locks this RWMutex while already holding it (an exported method that " +
+			"RLocks calling another that RLocks): split the inner one into a variant that expects the lock held. " +
+			"If instead a writer holds the lock and waits elsewhere, that wait is the cause."
+	case g.kind == stacks.GoWaitRLock:
 		d.Refs = []string{"https://pkg.go.dev/sync#RWMutex"}
 		d.Summary = fmt.Sprintf("recursive RLock with a writer waiting: %s read-locks sync.RWMutex %#x again in %s "+
 			"while %s waits to write-lock it in %s", g.label(), g.obj, g.where(), s.writer.label(), s.writer.where())

@@ -281,3 +281,72 @@ func TestGoWaitsForGraphs(t *testing.T) {
 		}
 	}
 }
+
+// cutGoroutines drops from a real dump the goroutines whose header
+// holds one of the statuses given, as a paste that shows only some of
+// them does.
+func cutGoroutines(dump string, statuses ...string) string {
+	blocks := strings.Split(dump, "\n\n")
+	var keep []string
+	for _, b := range blocks {
+		head, _, _ := strings.Cut(b, "\n")
+		drop := false
+		for _, s := range statuses {
+			drop = drop || strings.HasPrefix(head, "goroutine ") && strings.Contains(head, "["+s)
+		}
+		if !drop {
+			keep = append(keep, b)
+		}
+	}
+	return strings.Join(keep, "\n\n")
+}
+
+// TestGoLoneReader: the rlock patient's dump without its writer (a
+// paste of the stuck reader alone). A reader waits only behind a writer;
+// none is in sight and nothing runs: the recursive RLock is the likely
+// cause, said with low confidence and naming the reader only. With a
+// goroutine running (it may be the writer) nothing is claimed.
+func TestGoLoneReader(t *testing.T) {
+	lone := cutGoroutines(readGoDump(t, "rlock_sigquit.txt"), "sync.RWMutex.Lock")
+	if strings.Contains(lone, "[sync.RWMutex.Lock") || !strings.Contains(lone, "[sync.RWMutex.RLock") {
+		t.Fatal("the cut dump should keep the reader and drop the writer")
+	}
+	ds := diagnoseGoText(t, lone)
+	if d := ds[0]; d.ID != "self-deadlock" || d.Confidence != heuristics.Low || fmt.Sprint(d.Tids) != "[21]" ||
+		!strings.Contains(d.Summary, "recursive RLock") {
+		t.Errorf("got %s %s %v: %s\nall: %s", d.ID, d.Confidence, d.Tids, d.Summary, goIDs(ds))
+	}
+	running := lone + "\n\n" + gr(40, "running", "main.main /src/main.go:10 in 1", "main.work() /src/main.go:20")
+	for _, d := range diagnoseGoText(t, running) {
+		if d.ID == "self-deadlock" {
+			t.Errorf("a goroutine runs that may be the writer, yet: %s %s", d.ID, d.Summary)
+		}
+	}
+}
+
+// TestGoHoldAndWait (hand-written goroutines, as the runtime prints
+// them): a goroutine inside bbolt's db.Update callback waits for a
+// mutex: it holds the database's writer lock and waits for another, one
+// half of a lock-order cycle (the mutex is no field of what the frames
+// received: not a relock of its own). Not said when a goroutine runs (it may
+// release the mutex), nor without the transaction frame.
+func TestGoHoldAndWait(t *testing.T) {
+	update := []string{"main.(*store).save.func1(0xc0000a4000) /src/store.go:41",
+		"go.etcd.io/bbolt.(*DB).Update(0xc000180000, 0xc0000b2f50) /go/pkg/mod/go.etcd.io/bbolt@v1.3.7/db.go:765",
+		"main.(*store).save(0xc000120000) /src/store.go:38", "main.main() /src/main.go:20"}
+	waiter := gr(1, "sync.Mutex.Lock, 12 minutes", "", with(mutexWait("0xc000300010"), update...)...)
+	ds := diagnoseGoText(t, goDump(waiter))
+	if d := ds[0]; d.ID != "lock-order-cycle" || d.Confidence != heuristics.Low || fmt.Sprint(d.Tids) != "[1]" ||
+		!strings.Contains(d.Summary, "bbolt.(*DB).Update") {
+		t.Errorf("got %s %s %v: %s\nall: %s", d.ID, d.Confidence, d.Tids, d.Summary, goIDs(ds))
+	}
+	running := gr(7, "running", "main.main /src/main.go:12 in 1", "main.work() /src/main.go:50")
+	noTx := gr(1, "sync.Mutex.Lock, 12 minutes", "", with(mutexWait("0xc000300010"), "main.(*store).save(0xc000120000) /src/store.go:38", "main.main() /src/main.go:20")...)
+	for name, dump := range map[string]string{"a goroutine runs": goDump(waiter, running), "no transaction": goDump(noTx)} {
+		for _, d := range diagnoseGoText(t, dump) {
+			if d.ID == "lock-order-cycle" {
+				t.Errorf("%s: %s %s: %s", name, d.ID, d.Confidence, d.Summary)
+			}
+		}
+	}
+}
