@@ -2,6 +2,7 @@ package heuristics
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/hangdoc/hangdoc/stacks"
@@ -18,14 +19,19 @@ type ThreadRef struct {
 type Analysis struct {
 	Snap  *stacks.Snapshot
 	procs map[int]*stacks.Process
-	// threads by tid: tids are unique across the processes of one
-	// snapshot on one machine (they share one pid namespace).
-	threads map[int]ThreadRef
-	graph   *Graph
-	cycles  [][]Edge
+	// threads by tid, every process's that has it: tids are unique on
+	// one machine, but a paste of two dumps (two jstacks, the same dump
+	// twice, dumps of two machines) repeats them, and pasted dumps
+	// without pids all say pid 0. A tid is only looked up within a
+	// process (threadIn) or a diagnosis's processes.
+	threads map[int][]ThreadRef
+	// procOf is each thread's process.
+	procOf map[*stacks.Thread]*stacks.Process
+	graph  *Graph
+	cycles [][]Edge
 	// lockPids are the processes a lock signature explains, computed on
 	// first use.
-	lockPids map[int]bool
+	lockPids map[*stacks.Process]bool
 	// stuck are the processes stuck on a deadlock or on a stuck process
 	// (waiting-on-process), computed on first use.
 	stuck map[int]*stuckProc
@@ -36,18 +42,21 @@ type Analysis struct {
 	// computed once (facts.go).
 	facts   map[*stacks.Thread]*threadFact
 	results map[string]any
-	// lockWaiters are stuckLockWaiters' answers by pid.
-	lockWaiters map[int][]ThreadRef
+	// lockWaiters are stuckLockWaiters' answers by process.
+	lockWaiters map[*stacks.Process][]ThreadRef
 }
 
 // NewAnalysis indexes a snapshot and builds its wait-for graph.
 func NewAnalysis(snap *stacks.Snapshot) *Analysis {
-	a := &Analysis{Snap: snap, procs: map[int]*stacks.Process{}, threads: map[int]ThreadRef{}, rules: builtinRules(),
-		facts: map[*stacks.Thread]*threadFact{}, results: map[string]any{}, lockWaiters: map[int][]ThreadRef{}}
+	a := &Analysis{Snap: snap, procs: map[int]*stacks.Process{}, threads: map[int][]ThreadRef{}, procOf: map[*stacks.Thread]*stacks.Process{},
+		rules: builtinRules(), facts: map[*stacks.Thread]*threadFact{}, results: map[string]any{}, lockWaiters: map[*stacks.Process][]ThreadRef{}}
 	for _, p := range snap.Processes {
-		a.procs[p.Pid] = p
+		if _, dup := a.procs[p.Pid]; !dup {
+			a.procs[p.Pid] = p
+		}
 		for _, t := range p.Threads {
-			a.threads[t.Tid] = ThreadRef{Proc: p, Thread: t}
+			a.threads[t.Tid] = append(a.threads[t.Tid], ThreadRef{Proc: p, Thread: t})
+			a.procOf[t] = p
 		}
 	}
 	a.graph = buildGraph(a)
@@ -55,13 +64,55 @@ func NewAnalysis(snap *stacks.Snapshot) *Analysis {
 	return a
 }
 
-// Process returns the process with the given pid, or nil.
+// Process returns the process with the given pid (the first one, when
+// a paste repeats it), or nil.
 func (a *Analysis) Process(pid int) *stacks.Process { return a.procs[pid] }
 
-// Thread returns the thread with the given tid, if the snapshot has it.
-func (a *Analysis) Thread(tid int) (ThreadRef, bool) {
-	r, ok := a.threads[tid]
-	return r, ok
+// ThreadOf returns the thread with the given tid in a process with the
+// given pid, if the snapshot has it.
+func (a *Analysis) ThreadOf(pid, tid int) (ThreadRef, bool) {
+	for _, r := range a.threads[tid] {
+		if r.Proc.Pid == pid {
+			return r, true
+		}
+	}
+	return ThreadRef{}, false
+}
+
+// threadIn returns the thread with the given tid in process p.
+func (a *Analysis) threadIn(p *stacks.Process, tid int) (ThreadRef, bool) {
+	for _, r := range a.threads[tid] {
+		if r.Proc == p {
+			return r, true
+		}
+	}
+	return ThreadRef{}, false
+}
+
+// DiagThread returns the thread with the given tid among a diagnosis's
+// processes (any process when it names none).
+func (a *Analysis) DiagThread(d *Diagnosis, tid int) (ThreadRef, bool) {
+	for _, r := range a.threads[tid] {
+		if len(d.Pids) == 0 || slices.Contains(d.Pids, r.Proc.Pid) {
+			return r, true
+		}
+	}
+	return ThreadRef{}, false
+}
+
+// Ref returns a thread of the snapshot with its process.
+func (a *Analysis) Ref(t *stacks.Thread) (ThreadRef, bool) {
+	p, ok := a.procOf[t]
+	return ThreadRef{Proc: p, Thread: t}, ok
+}
+
+// Evidence is what the snapshot could give about process p: a paste
+// of dumps of several tools says it per process (stacks.Process.Evidence).
+func (a *Analysis) Evidence(p *stacks.Process) stacks.Evidence {
+	if p != nil && p.Evidence != nil {
+		return *p.Evidence
+	}
+	return a.Snap.Evidence
 }
 
 // Graph is the snapshot's wait-for graph.
@@ -69,9 +120,9 @@ func (a *Analysis) Graph() *Graph { return a.graph }
 
 // WaitsFor returns what a thread waits for: its edges in the graph (one
 // for a mutex or a join, one wait4 edge to its process's children).
-func (a *Analysis) WaitsFor(tid int) []Edge {
+func (a *Analysis) WaitsFor(t *stacks.Thread) []Edge {
 	var es []Edge
-	for _, i := range a.graph.out[tid] {
+	for _, i := range a.graph.out[t] {
 		es = append(es, a.graph.Edges[i])
 	}
 	return es
@@ -111,12 +162,12 @@ func (a *Analysis) graphConfidence() string {
 // orphaned-lock) explains a thread of the process. It runs their
 // detectors on the graph, not their matchers, so signatures that defer
 // to the lock ones (lost-wakeup) stay independent of the order they run.
-func (a *Analysis) LockDiagnosed(pid int) bool {
+func (a *Analysis) LockDiagnosed(p *stacks.Process) bool {
 	if a.lockPids == nil {
-		a.lockPids = map[int]bool{}
+		a.lockPids = map[*stacks.Process]bool{}
 		mark := func(refs ...ThreadRef) {
 			for _, r := range refs {
-				a.lockPids[r.Proc.Pid] = true
+				a.lockPids[r.Proc] = true
 			}
 		}
 		for _, e := range a.graph.Edges {
@@ -146,11 +197,11 @@ func (a *Analysis) LockDiagnosed(pid int) bool {
 		}
 		for _, p := range a.Snap.Processes {
 			if len(a.stuckLockWaiters(p)) > 0 {
-				a.lockPids[p.Pid] = true
+				a.lockPids[p] = true
 			}
 		}
 	}
-	return a.lockPids[pid]
+	return a.lockPids[p]
 }
 
 // stuckOnOwner: a mutex wait that a lock signature names by its owner
@@ -188,11 +239,11 @@ func (a *Analysis) running(t *stacks.Thread) bool {
 // loader wait explains the process, and for threads re-entered by a
 // signal handler.
 func (a *Analysis) stuckLockWaiters(p *stacks.Process) []ThreadRef {
-	if ws, ok := a.lockWaiters[p.Pid]; ok {
+	if ws, ok := a.lockWaiters[p]; ok {
 		return ws
 	}
 	ws := a.findStuckLockWaiters(p)
-	a.lockWaiters[p.Pid] = ws
+	a.lockWaiters[p] = ws
 	return ws
 }
 

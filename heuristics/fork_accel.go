@@ -296,7 +296,7 @@ func forkAccelDiagnosis(a *Analysis, p *stacks.Process, stuck []stuckInDriver, f
 	if s.owner != 0 && len(p.Fork.ParentThreads) > 0 {
 		d.Evidence = append(d.Evidence, fmt.Sprintf("parent %d's threads: %s", p.Fork.ParentPid, tidListText(p.Fork.ParentThreads, 12)))
 	}
-	if ref, ok := a.Thread(s.owner); ok && s.owner != 0 && ref.Proc.Pid != p.Pid {
+	if ref, ok := a.ThreadOf(p.Fork.ParentPid, s.owner); ok && s.owner != 0 && ref.Proc.Pid != p.Pid {
 		d.Evidence = append(d.Evidence, fmt.Sprintf("in the parent, %s: %s", whoThread(ref.Thread), chainOfFrames(ref.Thread.Stack, 6)))
 	}
 	var libs []string

@@ -65,7 +65,7 @@ func detectGILDeadlocks(a *Analysis) []gilFinding {
 				// interval (5 ms) to ask for the GIL, so a waiter is
 				// sometimes caught running
 				waiters = append(waiters, ThreadRef{Proc: p, Thread: t})
-			case a.running(t) && (a.Snap.Evidence.CPU || !t.HoldsGIL):
+			case a.running(t) && (a.Evidence(p).CPU || !t.HoldsGIL):
 				// py-spy calls every GIL holder "active+gil", running or
 				// not: without CPU figures that is no proof it runs
 			case gilHolderBlocked(a, t):
@@ -76,7 +76,7 @@ func detectGILDeadlocks(a *Analysis) []gilFinding {
 			continue
 		}
 		h := holders[0]
-		if len(waiters) == 0 && a.Snap.Evidence.GIL {
+		if len(waiters) == 0 && a.Evidence(p).GIL {
 			// py-spy hides libpython's frames, take_gil among them: a
 			// thread that does not hold the GIL and sleeps in a condvar
 			// wait called straight from the extension that holds the
@@ -86,7 +86,7 @@ func detectGILDeadlocks(a *Analysis) []gilFinding {
 		if len(waiters) == 0 {
 			continue
 		}
-		f := gilFinding{holder: h, waiters: waiters, heldKnown: a.Snap.Evidence.GIL}
+		f := gilFinding{holder: h, waiters: waiters, heldKnown: a.Evidence(p).GIL}
 		if m := h.Thread.Wait; m != nil && m.Mutex != nil && m.Mutex.Owner != 0 {
 			for _, w := range waiters {
 				if w.Thread.Tid == m.Mutex.Owner {
@@ -111,7 +111,7 @@ func gilHolderBlocked(a *Analysis, t *stacks.Thread) bool {
 	if class != waitLock || waitsForGIL(t) {
 		return false
 	}
-	if a.Snap.Evidence.GIL {
+	if a.Evidence(a.procOf[t]).GIL {
 		return t.HoldsGIL
 	}
 	if !runsPython(t) {

@@ -140,3 +140,26 @@ func TestGILDeadlockNotWithoutPython(t *testing.T) {
 	b := on(thread(8002, "other", condFrames("other_main")...), futexWait(0x20))
 	none(t, "gil-deadlock", live(proc(8001, a, b)))
 }
+
+// A paste of a py-spy dump (who holds the GIL is read) and a gdb dump of
+// another Python process (the holder is inferred): the evidence is each
+// process's own, so the gdb process's holder is not ruled out because it
+// lacks py-spy's GIL mark, and both GIL deadlocks are named.
+func TestGILDeadlockEvidencePerProcess(t *testing.T) {
+	h := pyThread(7001, "MainThread", nf("__lll_lock_wait", "libc.so.6"), nf("___pthread_mutex_lock", "libc.so.6"),
+		nf("lock", "py_gilext.cpython-311-x86_64-linux-gnu.so"), pf("main", "py_gilext.py", 36))
+	h.HoldsGIL = true
+	w := pyThread(7002, "regainer", nf("__futex_abstimed_wait_common", "libc.so.6"), nf("___pthread_cond_timedwait64", "libc.so.6"),
+		nf("hold_then_regain", "py_gilext.cpython-311-x86_64-linux-gnu.so"), pf("run", "threading.py", 975))
+	py := pasted(proc(7001, h, w))
+	py.Source, py.Evidence.GIL = "py-spy", true
+	gdb := pasted(proc(8001, gilHolder(false), gilWaiter()))
+	snap := stacks.Merge(py, gdb)
+	var pids []int
+	for _, d := range Diagnose(snap, Options{}) {
+		if d.ID == "gil-deadlock" {
+			pids = append(pids, d.Pids...)
+		}
+	}
+	sameInts(t, "gil-deadlock pids", pids, 7001, 8001)
+}

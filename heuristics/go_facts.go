@@ -407,7 +407,7 @@ func goroutineDiagnosis(a *Analysis, d Diagnosis) bool {
 	if len(d.Tids) == 0 {
 		return false
 	}
-	r, ok := a.Thread(d.Tids[0])
+	r, ok := a.DiagThread(&d, d.Tids[0])
 	return ok && r.Thread.Goroutine != nil
 }
 

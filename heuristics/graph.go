@@ -97,12 +97,17 @@ type Edge struct {
 type Graph struct {
 	Locks []*Lock
 	Edges []Edge
-	out   map[int][]int // tid → indexes into Edges
+	out   map[*stacks.Thread][]int // waiting thread → indexes into Edges
 }
 
 func buildGraph(a *Analysis) *Graph {
-	g := &Graph{out: map[int][]int{}}
-	locks := map[LockKey]*Lock{}
+	g := &Graph{out: map[*stacks.Thread][]int{}}
+	// by process, not pid: pasted processes may share a pid (0, unknown)
+	type procLock struct {
+		p    *stacks.Process
+		addr uint64
+	}
+	locks := map[procLock]*Lock{}
 	for _, p := range a.Snap.Processes {
 		if p.Exited {
 			continue // it went away: whatever it waited for, it was not stuck
@@ -117,10 +122,10 @@ func buildGraph(a *Analysis) *Graph {
 				// thread moved on, and owners read at different moments
 				// could draw a cycle that never was
 			case w.Mutex != nil:
-				key := LockKey{p.Pid, w.Mutex.Addr}
+				key := procLock{p, w.Mutex.Addr}
 				l := locks[key]
 				if l == nil {
-					l = &Lock{Key: key, Mutex: w.Mutex, Owner: a.resolveOwner(p, w.Mutex)}
+					l = &Lock{Key: LockKey{p.Pid, w.Mutex.Addr}, Mutex: w.Mutex, Owner: a.resolveOwner(p, w.Mutex)}
 					locks[key] = l
 					g.Locks = append(g.Locks, l)
 				}
@@ -132,7 +137,7 @@ func buildGraph(a *Analysis) *Graph {
 				g.add(Edge{Kind: EdgeMutex, From: from, Lock: l, To: to})
 			case w.JoinTid != 0:
 				to := ThreadRef{}
-				if r, ok := a.threads[w.JoinTid]; ok && r.Proc == p {
+				if r, ok := a.threadIn(p, w.JoinTid); ok {
 					to = r
 				}
 				g.add(Edge{Kind: EdgeJoin, From: from, To: to})
@@ -157,7 +162,7 @@ func steadyMutex(t *stacks.Thread) bool {
 }
 
 func (g *Graph) add(e Edge) {
-	g.out[e.From.Thread.Tid] = append(g.out[e.From.Thread.Tid], len(g.Edges))
+	g.out[e.From.Thread] = append(g.out[e.From.Thread], len(g.Edges))
 	g.Edges = append(g.Edges, e)
 }
 
@@ -169,7 +174,15 @@ func (a *Analysis) resolveOwner(p *stacks.Process, m *stacks.Mutex) Owner {
 	if tid <= 0 || uint32(tid) == ownerInconsistent || uint32(tid) == ownerNotRecovrable {
 		return Owner{Kind: OwnerUnknown}
 	}
-	r, seen := a.threads[tid]
+	// the id names a thread of p itself first, else the parent's at a
+	// fork, else any other process's
+	r, seen := a.threadIn(p, tid)
+	if !seen && p.Fork != nil {
+		r, seen = a.ThreadOf(p.Fork.ParentPid, tid)
+	}
+	if !seen && len(a.threads[tid]) > 0 {
+		r, seen = a.threads[tid][0], true
+	}
 	switch {
 	case seen && r.Proc == p:
 		return Owner{Kind: OwnerLive, Tid: tid, Thread: r}
@@ -202,29 +215,43 @@ func (e Edge) threadEdge() bool {
 
 // cycles enumerates every elementary cycle of thread edges, each once,
 // rooted at its lowest tid: a DFS from each root that only visits higher
-// tids. Wait-for graphs are small and mostly one edge a thread.
+// tids (threads, not tids, are the nodes: a paste may repeat tids in
+// several processes). Wait-for graphs are small and mostly one edge a
+// thread.
 func (g *Graph) cycles() [][]Edge {
-	var roots []int
-	for tid := range g.out {
-		roots = append(roots, tid)
+	roots := make([]*stacks.Thread, 0, len(g.out))
+	for t := range g.out {
+		roots = append(roots, t)
 	}
-	sort.Ints(roots)
+	first := func(t *stacks.Thread) int { return g.out[t][0] } // the snapshot's order
+	sort.Slice(roots, func(i, j int) bool {
+		if roots[i].Tid != roots[j].Tid {
+			return roots[i].Tid < roots[j].Tid
+		}
+		return first(roots[i]) < first(roots[j])
+	})
+	rank := map[*stacks.Thread]int{}
+	for i, t := range roots {
+		rank[t] = i
+	}
+	// a thread that waits for nothing is on no cycle
+	later := func(t, root *stacks.Thread) bool { r, ok := rank[t]; return ok && r > rank[root] }
 	var found [][]Edge
 	for _, root := range roots {
 		var path []Edge
-		onPath := map[int]bool{root: true}
-		var walk func(tid int)
-		walk = func(tid int) {
-			for _, i := range g.out[tid] {
+		onPath := map[*stacks.Thread]bool{root: true}
+		var walk func(t *stacks.Thread)
+		walk = func(t *stacks.Thread) {
+			for _, i := range g.out[t] {
 				e := g.Edges[i]
 				if !e.threadEdge() {
 					continue
 				}
-				next := e.To.Thread.Tid
+				next := e.To.Thread
 				switch {
 				case next == root:
 					found = append(found, append(append([]Edge(nil), path...), e))
-				case next > root && !onPath[next]:
+				case later(next, root) && !onPath[next]:
 					onPath[next] = true
 					path = append(path, e)
 					walk(next)

@@ -98,7 +98,7 @@ func TestOwnerResolution(t *testing.T) {
 		107: OwnerLive, 108: OwnerUnknown, 200: OwnerForkParent, 201: OwnerForkParent, 202: OwnerGone,
 	}
 	for tid, kind := range want {
-		es := a.WaitsFor(tid)
+		es := waitsOf(a, tid)
 		if len(es) != 1 || es[0].Kind != EdgeMutex {
 			t.Fatalf("thread %d: edges %+v", tid, es)
 		}
@@ -106,14 +106,14 @@ func TestOwnerResolution(t *testing.T) {
 			t.Errorf("thread %d: owner kind %v, want %v", tid, got, kind)
 		}
 	}
-	if e := a.WaitsFor(103)[0]; e.To.Thread == nil || e.To.Thread.Tid != 103 {
+	if e := waitsOf(a, 103)[0]; e.To.Thread == nil || e.To.Thread.Tid != 103 {
 		t.Errorf("self edge goes to %+v", e.To)
 	}
-	if e := a.WaitsFor(105)[0]; e.To.Thread != nil {
+	if e := waitsOf(a, 105)[0]; e.To.Thread != nil {
 		t.Error("a reused tid must not be an edge to the unrelated thread")
 	}
 	// the child's copy of 0x10 is another lock than the parent's
-	if l1, l2 := a.WaitsFor(101)[0].Lock, a.WaitsFor(200)[0].Lock; l1 == l2 {
+	if l1, l2 := waitsOf(a, 101)[0].Lock, waitsOf(a, 200)[0].Lock; l1 == l2 {
 		t.Error("locks at one address in two processes were merged")
 	}
 	h := a.Holders()
@@ -148,7 +148,7 @@ func TestCyclesAllElementary(t *testing.T) {
 	p := &stacks.Process{Pid: 1}
 	ref := func(tid int) ThreadRef { return ThreadRef{Proc: p, Thread: &stacks.Thread{Tid: tid}} }
 	refs := map[int]ThreadRef{1: ref(1), 2: ref(2), 3: ref(3)}
-	g := &Graph{out: map[int][]int{}}
+	g := &Graph{out: map[*stacks.Thread][]int{}}
 	for _, e := range [][2]int{{1, 2}, {2, 1}, {1, 3}, {3, 1}, {2, 3}, {3, 2}} {
 		g.add(Edge{Kind: EdgeJoin, From: refs[e[0]], To: refs[e[1]]})
 	}
@@ -182,10 +182,10 @@ func TestJoinAndChildEdges(t *testing.T) {
 		on(thread(2, "joiner", joinFrames("main")...), joinWait(3)), thread(3, "w", "compute"))
 	parent.Children = []int{5, 6}
 	a := NewAnalysis(live(parent))
-	if es := a.WaitsFor(1); len(es) != 1 || es[0].Kind != EdgeChild || Step(es[0]) != "thread 1 `main` waits in wait4 for its children 5, 6" {
+	if es := waitsOf(a, 1); len(es) != 1 || es[0].Kind != EdgeChild || Step(es[0]) != "thread 1 `main` waits in wait4 for its children 5, 6" {
 		t.Errorf("wait4 edge: %+v", es)
 	}
-	if es := a.WaitsFor(2); len(es) != 1 || es[0].Kind != EdgeJoin || es[0].To.Thread.Tid != 3 {
+	if es := waitsOf(a, 2); len(es) != 1 || es[0].Kind != EdgeJoin || es[0].To.Thread.Tid != 3 {
 		t.Errorf("join edge: %+v", es)
 	}
 }
@@ -197,8 +197,8 @@ func TestLockDiagnosed(t *testing.T) {
 		proc(3, on(thread(3, "", mutexFrames("f")...), lockWait(0x3, 3, kindRecursive))),
 	)
 	a := NewAnalysis(snap)
-	if !a.LockDiagnosed(1) || a.LockDiagnosed(2) || a.LockDiagnosed(3) {
-		t.Errorf("LockDiagnosed = %v %v %v, want true false false", a.LockDiagnosed(1), a.LockDiagnosed(2), a.LockDiagnosed(3))
+	if !a.LockDiagnosed(a.Process(1)) || a.LockDiagnosed(a.Process(2)) || a.LockDiagnosed(a.Process(3)) {
+		t.Errorf("LockDiagnosed = %v %v %v, want true false false", a.LockDiagnosed(a.Process(1)), a.LockDiagnosed(a.Process(2)), a.LockDiagnosed(a.Process(3)))
 	}
 }
 
@@ -216,12 +216,47 @@ func TestUnsteadyAndExitedMakeNoEdges(t *testing.T) {
 	moved.Mutex = &stacks.Mutex{Addr: 0x601040, Lock: 2, Owner: 13}
 	p.Threads[1].Samples[0].Wait = &moved
 	a := NewAnalysis(live(p))
-	if len(a.WaitsFor(11)) != 0 || len(a.Cycles()) != 0 {
-		t.Errorf("an unsteady wait made an edge: %+v", a.WaitsFor(11))
+	if len(waitsOf(a, 11)) != 0 || len(a.Cycles()) != 0 {
+		t.Errorf("an unsteady wait made an edge: %+v", waitsOf(a, 11))
 	}
 	gone := abba(11, 12)
 	gone.Exited = true
-	if a := NewAnalysis(live(gone)); len(a.Graph().Edges) != 0 || a.LockDiagnosed(10) {
+	if a := NewAnalysis(live(gone)); len(a.Graph().Edges) != 0 || a.LockDiagnosed(a.Process(10)) {
 		t.Error("an exited process is not stuck")
+	}
+}
+
+// waitsOf is WaitsFor of the thread with that tid (unique in these tests).
+func waitsOf(a *Analysis, tid int) []Edge {
+	if rs := a.threads[tid]; len(rs) == 1 {
+		return a.WaitsFor(rs[0].Thread)
+	}
+	return nil
+}
+
+// TestRepeatedIdsAreOtherThreads: a paste of one dump twice (or of two
+// dumps without pids whose threads share ids) holds two processes whose
+// threads share tids, and both say pid 0: each process's ABBA is a cycle
+// of its own threads, never an owner in the other process.
+func TestRepeatedIdsAreOtherThreads(t *testing.T) {
+	p1, p2 := abba(11, 12), abba(11, 12)
+	p1.Pid, p2.Pid = 0, 0
+	a := NewAnalysis(&stacks.Snapshot{Processes: []*stacks.Process{p1, p2}})
+	cs := a.Cycles()
+	if len(cs) != 2 {
+		t.Fatalf("%d cycles, want one in each process", len(cs))
+	}
+	for i, c := range cs {
+		p := a.Snap.Processes[i]
+		for _, e := range c {
+			if e.From.Proc != p || e.To.Proc != p {
+				t.Errorf("cycle %d goes from process %p to %p, want both %p", i, e.From.Proc, e.To.Proc, p)
+			}
+		}
+	}
+	for _, p := range a.Snap.Processes {
+		if !a.LockDiagnosed(p) {
+			t.Errorf("process %p: no lock verdict", p)
+		}
 	}
 }

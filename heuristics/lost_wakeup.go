@@ -30,7 +30,7 @@ func init() {
 // running, at least one on a condvar, semaphore or futex; nil otherwise.
 // timed is set when one of the waits has a timeout (it polls).
 func (a *Analysis) lostWakeup(p *stacks.Process) (sleepers, behind []*stacks.Thread, timed bool) {
-	if p.Exited || a.LockDiagnosed(p.Pid) {
+	if p.Exited || a.LockDiagnosed(p) {
 		return nil, nil, false
 	}
 	for _, t := range p.Threads {
@@ -86,7 +86,7 @@ func matchLostWakeup(a *Analysis) []Diagnosis {
 			refs = append(refs, ThreadRef{p, t})
 		}
 		for _, t := range behind {
-			if es := a.WaitsFor(t.Tid); len(es) > 0 && es[0].To.Thread != nil {
+			if es := a.WaitsFor(t); len(es) > 0 && es[0].To.Thread != nil {
 				d.Chain = append(d.Chain, Step(es[0])+", which "+a.Doing(es[0].To.Thread))
 			} else {
 				d.Chain = append(d.Chain, threadLabel(t)+" "+a.Doing(t))

@@ -323,7 +323,7 @@ func lockOwnedWait(a *Analysis, p *stacks.Process) bool {
 		if owner == t.Tid {
 			return true
 		}
-		ref, ok := a.Thread(owner)
+		ref, ok := a.threadIn(p, owner)
 		if !ok {
 			return true // exited, or a thread of the parent at fork
 		}
@@ -364,7 +364,7 @@ func calmVerdict(a *Analysis, p *stacks.Process) (string, []threadFacts) {
 }
 
 func detectCalmVerdict(a *Analysis, p *stacks.Process) (string, []threadFacts) {
-	if p.Exited || len(p.Threads) == 0 || isStopped(p) || lockOwnedWait(a, p) || a.LockDiagnosed(p.Pid) || goDeadlockClaims(a, p) {
+	if p.Exited || len(p.Threads) == 0 || isStopped(p) || lockOwnedWait(a, p) || a.LockDiagnosed(p) || goDeadlockClaims(a, p) {
 		return "", nil
 	}
 	if waitsOnStuck(a, p) {

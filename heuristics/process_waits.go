@@ -35,7 +35,7 @@ func (a *Analysis) ProcessWaits() []ProcessWait {
 		// procWaits names the children not sampled, not who waits for
 		// them: the threads whose wait4 or waitid takes them.
 		for _, t := range p.Threads {
-			for _, e := range a.WaitsFor(t.Tid) {
+			for _, e := range a.WaitsFor(t) {
 				if e.Kind != EdgeChild {
 					continue
 				}

@@ -216,7 +216,7 @@ func addPythonSites(a *Analysis, ds []Diagnosis) {
 			continue
 		}
 		for j, tid := range d.Tids {
-			r, ok := a.Thread(tid)
+			r, ok := a.DiagThread(d, tid)
 			if !ok || r.Thread == nil {
 				continue
 			}

@@ -442,7 +442,7 @@ func (r *Rule) match(a *Analysis, d *Diagnosis) (string, bool) {
 	}
 	var named []ThreadRef
 	for _, tid := range d.Tids {
-		if ref, ok := a.Thread(tid); ok {
+		if ref, ok := a.DiagThread(d, tid); ok {
 			named = append(named, ref)
 		}
 	}

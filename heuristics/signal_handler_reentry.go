@@ -63,7 +63,7 @@ func detectReentries(a *Analysis) []reentry {
 				continue
 			}
 			r := reentry{waiter: ThreadRef{p, t}, sig: sig, below: below, byName: byName, caller: caller, held: -1}
-			if es := a.WaitsFor(t.Tid); len(es) > 0 && es[0].Kind == EdgeMutex && es[0].Lock.Owner.Kind != OwnerUnknown {
+			if es := a.WaitsFor(t); len(es) > 0 && es[0].Kind == EdgeMutex && es[0].Lock.Owner.Kind != OwnerUnknown {
 				e := es[0]
 				if e.Lock.Owner.Kind == OwnerLive && e.To.Thread == t && e.Lock.Mutex.Kind&kindMask != kindRecursive {
 					r.edge = &e

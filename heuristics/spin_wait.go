@@ -176,7 +176,7 @@ func asSpinner(a *Analysis, f threadFacts, cpuEvidence bool) (spinner, bool) {
 // spins there (MLX's Fence::wait): the one case where a single sample
 // carries a spin claim.
 func knownSpin(a *Analysis, t *stacks.Thread) bool {
-	ref, ok := a.Thread(t.Tid)
+	ref, ok := a.Ref(t)
 	if !ok {
 		return false
 	}

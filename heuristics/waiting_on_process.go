@@ -87,7 +87,7 @@ func procWaits(a *Analysis, p *stacks.Process) (ws []procWait, unsampled []int) 
 		switch {
 		case f.kind == wkChild:
 			var kids []int
-			for _, e := range a.WaitsFor(t.Tid) {
+			for _, e := range a.WaitsFor(t) {
 				if e.Kind == EdgeChild {
 					kids = append(kids, e.Children...)
 				}
@@ -158,7 +158,7 @@ func rootOf(a *Analysis, p *stacks.Process) (*stuckProc, bool) {
 	if d, ok := spinWaitIn(a, p); ok {
 		return &stuckProc{id: "spin-wait-starved", what: d.Summary, tids: d.Tids, conf: d.Confidence}, true
 	}
-	if !a.LockDiagnosed(p.Pid) {
+	if !a.LockDiagnosed(p) {
 		return nil, false
 	}
 	var reentries []reentry

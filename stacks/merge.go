@@ -25,17 +25,10 @@ func Merge(snaps ...*Snapshot) *Snapshot {
 }
 
 // mergePieces combines the snapshots of the pieces of one input (split.go).
-// Who holds the Python GIL is claimed known when a piece knew it: the
-// evidence is the snapshot's, not a process's (a process of a piece that
-// did not know it then holds none).
 func mergePieces(snaps []*Snapshot) *Snapshot {
-	out := merge(snaps, func(pid, piece int) string {
+	return merge(snaps, func(pid, piece int) string {
 		return fmt.Sprintf("pid %d was also the pid of dump %d of this input: read as another process (a later session or dump), not merged into it", pid, piece)
 	})
-	for _, s := range snaps {
-		out.Evidence.GIL = out.Evidence.GIL || s.Evidence.GIL
-	}
-	return out
 }
 
 func merge(snaps []*Snapshot, dupNote func(pid, input int) string) *Snapshot {
@@ -66,6 +59,7 @@ func merge(snaps []*Snapshot, dupNote func(pid, input int) string) *Snapshot {
 				Syscalls:  out.Evidence.Syscalls && s.Evidence.Syscalls,
 				Lineage:   out.Evidence.Lineage && s.Evidence.Lineage,
 				Arguments: out.Evidence.Arguments && s.Evidence.Arguments,
+				GIL:       out.Evidence.GIL && s.Evidence.GIL,
 			}
 		}
 		for _, p := range s.Processes {
@@ -78,10 +72,22 @@ func merge(snaps []*Snapshot, dupNote func(pid, input int) string) *Snapshot {
 				seenPid[p.Pid] = i
 			}
 			out.Processes = append(out.Processes, p)
+			if p.Evidence == nil {
+				ev := s.Evidence
+				p.Evidence = &ev
+			}
 		}
 	}
 	if first {
 		out.Source = "merged"
+	}
+	// a process whose input knew more (or less) than every input did
+	// keeps what its own input knew: a py-spy dump's GIL holders, a
+	// jstack's monitor owners
+	for _, p := range out.Processes {
+		if *p.Evidence == out.Evidence {
+			p.Evidence = nil
+		}
 	}
 	return out
 }

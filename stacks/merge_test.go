@@ -80,3 +80,21 @@ func TestMergeSamePid(t *testing.T) {
 		t.Errorf("second process notes %q", n)
 	}
 }
+
+// A paste of a py-spy dump (GIL holders known) and a gdb dump: the merged
+// snapshot knows who holds the GIL in neither, the py-spy process keeps
+// it as its own evidence, the gdb process has none of its own.
+func TestMergeEvidencePerProcess(t *testing.T) {
+	py := &Snapshot{Source: "py-spy", Evidence: Evidence{GIL: true, Arguments: true}, Processes: []*Process{{Pid: 7}}}
+	gdb := &Snapshot{Source: "gdb", Evidence: Evidence{Arguments: true}, Processes: []*Process{{Pid: 8}}}
+	m := mergePieces([]*Snapshot{py, gdb})
+	if m.Evidence.GIL || !m.Evidence.Arguments {
+		t.Errorf("snapshot evidence %+v, want arguments only", m.Evidence)
+	}
+	if ev := m.Processes[0].Evidence; ev == nil || !ev.GIL {
+		t.Errorf("py-spy process evidence %+v, want its own GIL", ev)
+	}
+	if ev := m.Processes[1].Evidence; ev != nil {
+		t.Errorf("gdb process evidence %+v, want none of its own (the snapshot's)", ev)
+	}
+}

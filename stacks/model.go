@@ -70,6 +70,11 @@ type Process struct {
 	// by another process when it was read: it cannot run until it is
 	// continued or its tracer lets it go.
 	Stop *Stop `json:"stop,omitempty"`
+	// Evidence is what this process's own dump could give, when a paste
+	// joins dumps of tools that give different facts (a py-spy dump,
+	// which says who holds the GIL, after a gdb one); absent, the
+	// snapshot's Evidence holds for it.
+	Evidence *Evidence `json:"evidence,omitempty"`
 }
 
 // Stop says what holds a stopped or traced process, as far as /proc

@@ -85,47 +85,32 @@ var representatives = []string{
 }
 
 // pairFloor is the share of the sampled pairs of all stored dumps that
-// read right today (measured over every pair: 97.6%); the misses are
-// pairs whose second dump starts without a header of its tool (a list of
-// frames, a faulthandler dump after a Timeout repeat) or whose processes
-// share ids (heuristics key threads by tid across a snapshot).
+// read right today (measured over every pair: 97.6% before threads were
+// keyed by process; the sample now 98.6%); the misses are pairs cut at the
+// wrong line: the first dump's last lines read as the second's (or the
+// reverse), a second dump of a tool that prints no header of its own (a
+// faulthandler Timeout repeat, py-spy --json twice).
 const pairFloor = 0.95
 
 // TestConcatenatedDumps: two dumps pasted one after the other are read as
 // the processes of each, in order, with the deadlock verdicts of each: a
-// second dump is never merged into the first nor dropped. Every ordered
-// pair of one dump per tool (each with itself too: a repeated session is
-// another process) must; of the pairs of all stored dumps, a sample of
-// one in 11 is tried against a floor. A pair's deadlock verdicts must be
-// those of each dump, except where the heuristics, reading the snapshot
-// whole, mix them (threads that share ids; 4 known pairs).
+// second dump is never merged into the first nor dropped, and threads
+// that share ids (a dump with itself, two jstacks) stay each in its own
+// process. Every ordered pair of one dump per tool (each with itself too:
+// a repeated session is another process) must; of the pairs of all stored
+// dumps, a sample of one in 11 is tried against a floor.
 func TestConcatenatedDumps(t *testing.T) {
 	dumps := dumpsAlone(t)
-	mixed := 0
 	byName := map[string]storedDump{}
 	for _, d := range dumps {
 		byName[d.name] = d
 	}
 	for _, a := range representatives {
 		for _, b := range representatives {
-			msg := pairProblem(byName[a], byName[b])
-			switch {
-			case msg == "":
-			case !strings.Contains(msg, "verdicts"):
-				t.Error(msg) // a process merged, dropped or cut wrong
-			case sharedIDs(byName[a], byName[b]):
-				// the heuristics key threads by tid across a snapshot
-			default:
-				// the heuristics read a whole snapshot: a jstack or a
-				// goroutine profile before an lldb dump costs one of its
-				// cycles (measured 4 of 196 pairs; told to vocab)
-				t.Log(msg)
-				mixed++
+			if msg := pairProblem(byName[a], byName[b]); msg != "" {
+				t.Error(msg)
 			}
 		}
-	}
-	if mixed > 4 {
-		t.Errorf("%d pairs of one dump per tool lost a verdict of one of them, 4 known", mixed)
 	}
 	tried, bad := 0, 0
 	for i, a := range dumps {
@@ -141,7 +126,9 @@ func TestConcatenatedDumps(t *testing.T) {
 			}
 		}
 	}
-	if ok := float64(tried-bad) / float64(tried); ok < pairFloor {
+	ok := float64(tried-bad) / float64(tried)
+	t.Logf("%d of %d sampled pairs read right (%.1f%%)", tried-bad, tried, 100*ok)
+	if ok < pairFloor {
 		t.Errorf("%d of %d sampled pairs read right (%.1f%%), below the floor of %.0f%%", tried-bad, tried, 100*ok, 100*pairFloor)
 	}
 }
@@ -183,26 +170,6 @@ func headed(name string) bool {
 		return false
 	}
 	return !strings.HasPrefix(file, "pasted_") && !strings.HasPrefix(file, "intellij_") && !strings.HasPrefix(file, "yunikorn_") && file != "lock_sigusr2_current_only.txt"
-}
-
-// sharedIDs says whether two dumps' threads share ids: the heuristics
-// key threads by tid across a snapshot, so such a pair's verdicts mix
-// (a dump with itself, two tools on one process).
-func sharedIDs(a, b storedDump) bool {
-	ids := map[string]bool{}
-	for _, p := range a.procs {
-		for _, f := range strings.Fields(p)[1:] {
-			ids[strings.Split(f, "/")[0]] = true
-		}
-	}
-	for _, p := range b.procs {
-		for _, f := range strings.Fields(p)[1:] {
-			if ids[strings.Split(f, "/")[0]] {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // containsAll says whether have holds every element of want, as many
