@@ -93,11 +93,30 @@ func matchLockOrderCycle(a *Analysis) []Diagnosis {
 		d.Pids, d.Tids = orderRefs(refs...)
 		ds = append(ds, d)
 	}
+	// A detector's report of a cycle it saw (tool_reports.go): its
+	// stacks are where the locks were taken, not a dump of the hang.
+	claimed := map[int]bool{}
+	for _, d := range toolClaimDiagnoses(a) {
+		ds = append(ds, d)
+		for _, pid := range d.Pids {
+			claimed[pid] = true
+		}
+	}
+	// One waiter whose lock another thread holds, the paste cut the rest
+	// (stackonly.go's holderElsewhere).
+	for _, p := range a.Snap.Processes {
+		if claimed[p.Pid] {
+			continue
+		}
+		if lw, ok := a.loneWaiterOf(p); ok && lw.id == "lock-order-cycle" {
+			ds = append(ds, a.loneWaiterDiagnosis(lw))
+		}
+	}
 	// No owner recorded (a pasted dump, lock elision): several threads of
 	// a process wait on locks and nothing else could release them.
 	for _, p := range a.Snap.Processes {
 		ws := a.stuckLockWaiters(p)
-		if p.Fork != nil || len(ws) < 2 {
+		if p.Fork != nil || len(ws) < 2 || claimed[p.Pid] {
 			continue
 		}
 		v := argLocks(p, ws)

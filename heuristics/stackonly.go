@@ -114,6 +114,11 @@ type loneWaiter struct {
 	// (the asking function further down, the initialiser a once waits
 	// for running below it).
 	reentry string
+	// elsewhere says why the lock's holder is another thread, one the
+	// paste left out (id lock-order-cycle): the lock is recursive, so the
+	// waiter cannot be waiting for itself, or the paste shows the process
+	// has other threads and nothing shows the waiter holding the lock.
+	elsewhere string
 }
 
 // loneWaiterOf finds a process whose threads all wait, none runs, exactly
@@ -188,8 +193,61 @@ func (a *Analysis) loneWaiterOf(p *stacks.Process) (loneWaiter, bool) {
 		// child whose parent had another thread inside the allocator at
 		// fork(), or re-entered the allocator itself (a hook).
 		lw.id, lw.allocator = "fork-inherited-lock", fam
+		return lw, true
+	}
+	if why := holderElsewhere(a, p, t, partial); why != "" {
+		lw.id, lw.elsewhere = "lock-order-cycle", why
 	}
 	return lw, true
+}
+
+// holderElsewhere says why a lone lock waiter's lock is most likely held
+// by another thread, "" when nothing says so. Nothing on the stack shows
+// the waiter holding it (reentryOnStack found no re-entry), and either
+// the lock is recursive (a thread re-taking a recursive lock it holds
+// does not wait: the holder is another thread), or the paste holds one
+// thread of a process that has others: the waiter is a thread the
+// process started (its stack begins in start_thread or clone), so the
+// main thread at least is not in the paste. A thread waiting for a lock
+// another thread holds, in a process where nothing runs, is most often
+// one side of a lock-order cycle whose other side the paste cut.
+func holderElsewhere(a *Analysis, p *stacks.Process, t *stacks.Thread, partial bool) string {
+	if !partial && len(p.Threads) == 1 {
+		return "" // the whole process is this thread: a holder elsewhere exited
+	}
+	if f, ok := recursiveLockFrame(a, t); ok {
+		return fmt.Sprintf("`%s` takes a recursive lock: a thread that holds it takes it again without waiting, so the thread waits for another thread's hold", frameName(f))
+	}
+	if partial && spawnedThread(t) {
+		return "the thread was started by the process (its stack begins in a thread start), so the process has other threads, which the paste does not show; nothing on this stack shows it holding the lock"
+	}
+	return ""
+}
+
+// recursiveLockFrame returns the frame of a thread's lock wait that
+// takes a recursive lock (std::recursive_mutex, GRecMutex, an RLock), as
+// the vocabulary says.
+func recursiveLockFrame(a *Analysis, t *stacks.Thread) (stacks.Frame, bool) {
+	_, caller := a.wait(t)
+	for _, f := range t.Stack[:min(caller, len(t.Stack))] {
+		if r := nativeRow(f); r.IsRecursive() && r.Role.IsLock() {
+			return f, true
+		}
+	}
+	return stacks.Frame{}, false
+}
+
+// spawnedThread: the stack's outermost frame is where a started thread
+// begins (start_thread, clone), not the process's main.
+func spawnedThread(t *stacks.Thread) bool {
+	n := len(t.Stack)
+	for i := n - 1; i >= max(n-3, 0); i-- {
+		switch funcKey(t.Stack[i]) {
+		case "start_thread", "clone", "clone3", "thread_start", "pthread_start":
+			return true
+		}
+	}
+	return false
 }
 
 // forkedSelfRelock: a forked child whose one lock waiter's lock records
@@ -347,6 +405,13 @@ func (a *Analysis) loneWaiterDiagnosis(lw loneWaiter) Diagnosis {
 				fmt.Sprintf("the frames match known issue `%s` (%s): a lock held by a thread of the parent when it forked", lw.rule.ID, lw.rule.Title),
 				"so the holder is most likely a thread of the parent at fork(), which does not exist in the child (or the waiter itself, or a thread that exited)"}
 		}
+	case "lock-order-cycle":
+		d.Refs = lockOrderRefs
+		d.Summary = fmt.Sprintf("%s waits for %s in %s, which most likely another thread holds while it waits in turn (a lock-order cycle); the paste does not show that thread",
+			threadLabel(t), lock, site)
+		d.Chain = []string{waits, lw.elsewhere,
+			"no thread in the paste runs: the holder most likely waits for a lock this thread (or a thread waiting behind it) holds, the usual shape of a lock-order cycle; it may also be blocked on something else while holding the lock"}
+		d.Evidence = append(d.Evidence, "the holder's stack is not in the paste: all threads' stacks (gdb `thread apply all bt`) would show which thread holds the lock and what it waits for")
 	case "fork-after-accelerator-init":
 		d.Refs = []string{
 			"https://man7.org/linux/man-pages/man2/fork.2.html",
