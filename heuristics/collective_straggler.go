@@ -280,8 +280,23 @@ func stragglerDiagnosis(a *Analysis, ranks, waiting, stragglers []rankView) Diag
 		}
 	} else {
 		var where []string
-		for _, s := range stragglers {
-			where = append(where, fmt.Sprintf("%s in %s", s.name(), s.where()))
+		if len(stragglers) > 3 {
+			// Many stragglers (a DDT group of ranks): how many are where.
+			count := map[string]int{}
+			var order []string
+			for _, s := range stragglers {
+				if count[s.where()] == 0 {
+					order = append(order, s.where())
+				}
+				count[s.where()]++
+			}
+			for _, w := range order {
+				where = append(where, fmt.Sprintf("%d in %s", count[w], w))
+			}
+		} else {
+			for _, s := range stragglers {
+				where = append(where, fmt.Sprintf("%s in %s", s.name(), s.where()))
+			}
 		}
 		d.Summary = fmt.Sprintf("%d of %d ranks are not in the collective the other %d wait in (`%s`): %s",
 			len(stragglers), len(ranks), len(waiting), coll, strings.Join(where, "; "))

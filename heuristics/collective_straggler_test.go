@@ -183,3 +183,40 @@ func TestCollectiveStragglerLastSampleUnknown(t *testing.T) {
 		t.Errorf("pids %v: want the straggler 4200 first", d.Pids)
 	}
 }
+
+// TestStragglerDDTGroups: DDT's merged-stack export (hand-written here in
+// its CSV form: processes, threads, the tree) counts the ranks of each
+// group; the ranks are weighed by those counts, so the one rank in a
+// file read is the straggler of the six in MPI_Allreduce. All seven in
+// the collective: no straggler.
+func TestStragglerDDTGroups(t *testing.T) {
+	const ddt = "Processes,Threads,Function\n" +
+		"7,7,main (solver.c:88)\n" +
+		"6,6,  PMPI_Allreduce (pallreduce.c:110)\n" +
+		"6,6,    ompi_coll_tuned_allreduce_intra_dec_fixed (coll_tuned_decision_fixed.c:216)\n" +
+		"6,6,      ompi_request_default_wait (req_wait.c:42)\n" +
+		"6,6,        opal_progress (opal_progress.c:231)\n" +
+		"1,1,  write_checkpoint (checkpoint.c:41)\n" +
+		"1,1,    read (read.c:26)\n"
+	snap, _, _, err := stacks.Parse(strings.NewReader(ddt), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Processes) != 7 {
+		t.Fatalf("%d processes, want one a rank (7)", len(snap.Processes))
+	}
+	d := one(t, "collective-straggler", snap)
+	if !strings.Contains(d.Summary, "6 of 7 ranks wait in `PMPI_Allreduce`") || !strings.Contains(d.Summary, "write_checkpoint") {
+		t.Errorf("summary: %s", d.Summary)
+	}
+	all := strings.ReplaceAll(strings.ReplaceAll(ddt, "6,6,", "7,7,"), "1,1,  write_checkpoint (checkpoint.c:41)\n1,1,    read (read.c:26)\n", "")
+	snap, _, _, err = stacks.Parse(strings.NewReader(all), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range Diagnose(snap, Options{}) {
+		if d.ID == "collective-straggler" {
+			t.Errorf("every rank is in the collective, yet: %s", d.Summary)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package stacks
 
 import (
+	"fmt"
 	"io"
 	"regexp"
 	"strconv"
@@ -131,7 +132,13 @@ func ParseFrames(r io.Reader) (*Snapshot, []Skipped, error) {
 	readErr := scanTextLines(r, p.line)
 	p.end()
 	var snap *Snapshot
-	if len(p.proc.Threads) > 0 {
+	if len(p.ranks) > 0 {
+		snap = &Snapshot{Schema: Schema, Source: "frames", Samples: 1, Processes: p.ranks}
+		p.ranks[0].Notes = append(p.ranks[0].Notes, fmt.Sprintf("read as DDT's merged stacks: %d groups of ranks, one process a rank, no pids or thread ids", p.groups))
+		if len(p.proc.Threads) > 0 {
+			snap.Processes = append(snap.Processes, p.proc)
+		}
+	} else if len(p.proc.Threads) > 0 {
 		snap = &Snapshot{Schema: Schema, Source: "frames", Samples: 1, Processes: []*Process{p.proc}}
 		snap.Evidence.Owners = p.owners
 		p.proc.Notes = append(p.proc.Notes, "read as a plain list of frames: no thread ids, states or lock addresses; a tool's own dump (gdb `thread apply all bt`, `kill -QUIT` for Go, `py-spy dump --native`, jstack) says more")
@@ -153,7 +160,9 @@ type flParser struct {
 	path    []Frame
 	pathInd []int
 	pathN   string
-	owners  bool // gdb's blocked command named owners
+	groups  int        // the DDT leaves read
+	ranks   []*Process // a process per rank of the DDT leaves
+	owners  bool       // gdb's blocked command named owners
 }
 
 func (p *flParser) line(l textLine) {
@@ -233,9 +242,26 @@ func (p *flParser) leaf() {
 	for i, f := range p.path {
 		st[len(p.path)-1-i] = f
 	}
-	p.proc.Threads = append(p.proc.Threads, &Thread{Name: p.pathN + " processes", Stack: st})
+	// Each leaf counts the processes (ranks) whose stack it is: each
+	// becomes a process of its own, as the ranks of a job attached
+	// together are, so that grouping the ranks weighs them (82 ranks in a
+	// barrier, 14 elsewhere).
+	p.groups++
+	n, _ := strconv.Atoi(p.pathN)
+	n = min(max(n, 1), max(flMaxRanks-len(p.ranks), 1))
+	for i := range n {
+		th := &Thread{Name: p.pathN + " processes", Stack: st}
+		if i > 0 {
+			th.Stack = append([]Frame(nil), st...)
+		}
+		p.ranks = append(p.ranks, &Process{Label: fmt.Sprintf("DDT group %d (%s processes) #%d", p.groups, p.pathN, i+1), Threads: []*Thread{th}})
+	}
 	p.csv = false // only the deepest frame of a branch is a leaf
 }
+
+// flMaxRanks caps the processes a DDT export expands to; past it a
+// group counts for one.
+const flMaxRanks = 4096
 
 func (p *flParser) end() {
 	for len(p.path) > 0 {
