@@ -96,6 +96,13 @@ type gdbThread struct {
 	hasAddr  []bool
 	pyBT     bool // under "Traceback (most recent call first):" (py-bt)
 	srcNext  bool // a py-bt frame was read: its source line may follow
+	sealed   bool // its stack is final and shared (share.go)
+}
+
+// gdbFrame is what parseGDBFrame makes of one frame's text.
+type gdbFrame struct {
+	f                 Frame
+	hasAddr, complete bool
 }
 
 type gdbParser struct {
@@ -104,7 +111,9 @@ type gdbParser struct {
 	threads []*gdbThread
 	cur     *gdbThread
 	skipped []Skipped
-	anyAddr bool // some frame shows an address: inlined frames can be told
+	anyAddr bool           // some frame shows an address: inlined frames can be told
+	frames  memo[gdbFrame] // frame texts parsed so far (share.go)
+	stacks  stackTable
 
 	ctxTid  int // from "[Switching to thread …]" / "[Current thread is …]"
 	lastSkp int // index+1 in skipped of the range still open, 0 when none
@@ -118,13 +127,11 @@ type gdbParser struct {
 }
 
 var (
-	headerRE = regexp.MustCompile(`^Thread (\d+(?:\.\d+)?) \((.*)\):$`)
 	// a header cut mid-way: "Thread 5 (Thread 0x7f… (LWP 48"
 	cutHeaderRE = regexp.MustCompile(`^Thread \d+(?:\.\d+)? \((?:Thread 0x|LWP |process )`)
 	// "Thread 2 "worker" received signal SIGINT", "Thread 1 hit Breakpoint 1, …"
 	threadEventRE = regexp.MustCompile(`^Thread \d+(?:\.\d+)? .*(?: received signal | hit )`)
 	lwpRE         = regexp.MustCompile(`\((?:LWP|lwp) (\d+)\)|^(?:LWP|process|Thread) (\d+)\b`)
-	nameRE        = regexp.MustCompile(`"(.*)"`)
 	locRE         = regexp.MustCompile(`^0x[0-9a-fA-F]+ in \S.* \(.*\)|^[^\s(#][^(]* \(.*\) (?:at \S.*:\d+|from \S+)$`)
 	srcRE         = regexp.MustCompile(`^\d+\t|^\d+\s+in\s+\S`)
 	inferRE       = regexp.MustCompile(`^\[Inferior \d+ \(process (\d+)\) `)
@@ -185,8 +192,8 @@ func (p *gdbParser) item(i int, l textLine) int {
 		return last
 	}
 	if strings.HasPrefix(l.text, "Thread ") {
-		if m := headerRE.FindStringSubmatch(l.text); m != nil {
-			p.header(l, m)
+		if no, inside, ok := gdbHeader(l.text); ok {
+			p.header(l, []string{l.text, no, inside})
 			return i
 		}
 		if cutHeaderRE.MatchString(l.text) {
@@ -300,6 +307,79 @@ func (q *quoteState) skip(s string, i *int) bool {
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// digitsEnd returns the index after the decimal digits of s from i.
+func digitsEnd(s string, i int) int {
+	for i < len(s) && isDigit(s[i]) {
+		i++
+	}
+	return i
+}
+
+// gdbHeader reads a thread header, "Thread N (INSIDE):" (N may be
+// "2.1"), without a regexp: a large dump has one a thread.
+func gdbHeader(t string) (no, inside string, ok bool) {
+	rest, ok := strings.CutPrefix(t, "Thread ")
+	if !ok {
+		return "", "", false
+	}
+	i := digitsEnd(rest, 0)
+	if i == 0 {
+		return "", "", false
+	}
+	if i < len(rest) && rest[i] == '.' {
+		j := digitsEnd(rest, i+1)
+		if j == i+1 {
+			return "", "", false
+		}
+		i = j
+	}
+	if !strings.HasPrefix(rest[i:], " (") || !strings.HasSuffix(rest, "):") || i+2 > len(rest)-2 {
+		return "", "", false
+	}
+	return rest[:i], rest[i+2 : len(rest)-2], true
+}
+
+// gdbBeginNo returns N when t is a thread header of the kind that
+// begins a gdb dump: "Thread N (Thread 0x… (LWP M) …):", "Thread N (LWP
+// M):", "Thread N (process M):", with no other parentheses; N without a
+// ".1" inferior suffix.
+func gdbBeginNo(t string) (string, bool) {
+	no, in, ok := gdbHeader(t)
+	if !ok {
+		return "", false
+	}
+	no, _, _ = strings.Cut(no, ".")
+	var rest string
+	switch {
+	case strings.HasPrefix(in, "Thread 0x"):
+		j := 9
+		for j < len(in) && isHex(in[j]) {
+			j++
+		}
+		if j == 9 || !strings.HasPrefix(in[j:], " (LWP ") {
+			return "", false
+		}
+		k := digitsEnd(in, j+6)
+		if k == j+6 || k == len(in) || in[k] != ')' {
+			return "", false
+		}
+		rest = in[k+1:]
+	case strings.HasPrefix(in, "LWP "), strings.HasPrefix(in, "process "):
+		j := strings.IndexByte(in, ' ') + 1
+		k := digitsEnd(in, j)
+		if k == j {
+			return "", false
+		}
+		rest = in[k:]
+	default:
+		return "", false
+	}
+	if strings.ContainsAny(rest, "()") {
+		return "", false
+	}
+	return no, true
+}
 
 // frameNumber returns N from a line starting "#N" and a blank.
 func frameNumber(s string) (string, bool) {
@@ -474,15 +554,46 @@ func (p *gdbParser) header(l textLine, m []string) {
 	}
 	p.ctxTid = 0
 	p.lastSkp = 0
+	p.seal(p.cur)
 	p.threads = append(p.threads, gt)
 	p.cur = gt
+}
+
+// seal makes the stack of a thread whose frames have all been read the
+// one its equals share; without an address seen yet, inlined frames
+// cannot be marked and finish does it.
+func (p *gdbParser) seal(gt *gdbThread) {
+	if gt == nil || gt.sealed || !p.anyAddr {
+		return
+	}
+	markInlined(gt)
+	gt.t.Stack = p.stacks.share(gt.t.Stack)
+	gt.hasAddr = nil
+	gt.sealed = true
 }
 
 // parseLWP reads the tid and the name from the inside of a thread header:
 // `Thread 0x7f… (LWP 1234) "name"`, `LWP 1234`, `process 1234`.
 func parseLWP(s string) (int, string) {
 	tid := 0
-	if m := lwpRE.FindStringSubmatch(s); m != nil {
+	if strings.HasPrefix(s, "Thread 0x") {
+		// lwpRE's second branch cannot match "Thread 0x…": its first is
+		// the leftmost "(LWP N)"
+		for i := strings.IndexByte(s, '('); i >= 0; {
+			r := s[i+1:]
+			if strings.HasPrefix(r, "LWP ") || strings.HasPrefix(r, "lwp ") {
+				if j := digitsEnd(r, 4); j > 4 && j < len(r) && r[j] == ')' {
+					tid, _ = strconv.Atoi(r[4:j])
+					break
+				}
+			}
+			k := strings.IndexByte(r, '(')
+			if k < 0 {
+				break
+			}
+			i += 1 + k
+		}
+	} else if m := lwpRE.FindStringSubmatch(s); m != nil {
 		v := m[1]
 		if v == "" {
 			v = m[2]
@@ -490,8 +601,8 @@ func parseLWP(s string) (int, string) {
 		tid, _ = strconv.Atoi(v)
 	}
 	name := ""
-	if m := nameRE.FindStringSubmatch(s); m != nil {
-		name = m[1]
+	if i, j := strings.IndexByte(s, '"'), strings.LastIndexByte(s, '"'); i < j {
+		name = s[i+1 : j] // the first quote to the last
 	}
 	return tid, name
 }
@@ -527,7 +638,11 @@ func (p *gdbParser) frame(l textLine, numStr, body string, cut bool) {
 		p.threadNote(gt, missingFrames(gt.lastNo, num))
 	}
 	gt.lastNo = num
-	f, hasAddr, complete := parseGDBFrame(body)
+	pf := p.frames.get(body, func(s string) gdbFrame {
+		f, hasAddr, complete := parseGDBFrame(s)
+		return gdbFrame{f, hasAddr, complete}
+	})
+	f, hasAddr, complete := pf.f, pf.hasAddr, pf.complete
 	if hasAddr {
 		p.anyAddr = true
 	}
@@ -543,6 +658,7 @@ func (p *gdbParser) frame(l textLine, numStr, body string, cut bool) {
 // pasted without it); its tid is known only from a "[Switching to …]".
 func (p *gdbParser) implicitThread() *gdbThread {
 	gt := &gdbThread{t: &Thread{Tid: p.ctxTid}, lastNo: -1}
+	p.seal(p.cur)
 	p.threads = append(p.threads, gt)
 	p.cur = gt
 	return gt
@@ -823,9 +939,10 @@ func (p *gdbParser) finish() {
 		if !gt.header && len(gt.t.Stack) == 1 && firsts[gt.rawFirst] > 0 {
 			continue // the stop location gdb printed before the backtraces
 		}
-		if p.anyAddr {
+		if p.anyAddr && !gt.sealed {
 			markInlined(gt)
 		}
+		gt.t.Stack = p.stacks.share(gt.t.Stack)
 		if len(gt.t.Stack) == 0 {
 			p.threadNote(gt, "no frames in the dump")
 		}

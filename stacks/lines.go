@@ -2,7 +2,6 @@ package stacks
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"regexp"
@@ -33,13 +32,12 @@ var (
 	quoteRE     = regexp.MustCompile(`^[ \t]{0,3}>[ \t]?`)
 )
 
-func cleanLine(no int, b []byte, cut bool) textLine {
-	b = bytes.TrimRight(b, "\r")
-	if bytes.IndexByte(b, 0x1b) >= 0 {
-		b = ansiRE.ReplaceAll(b, nil)
+func cleanLine(no int, s string, cut bool) textLine {
+	s = strings.TrimRight(s, "\r")
+	if strings.IndexByte(s, 0x1b) >= 0 {
+		s = ansiRE.ReplaceAllString(s, "")
 	}
-	s := string(b)
-	if strings.ContainsRune(s, '\r') {
+	if strings.IndexByte(s, '\r') >= 0 {
 		// a progress line overwritten in place: keep what is left visible
 		s = s[strings.LastIndexByte(s, '\r')+1:]
 	}
@@ -86,6 +84,7 @@ func scanTextLines(r io.Reader, fn func(textLine)) error {
 
 // lineScanner yields the cleaned lines of r one at a time, on demand.
 type lineScanner struct {
+	src  lineSource // set when r hands out whole lines
 	br   *bufio.Reader
 	buf  []byte
 	no   int
@@ -93,13 +92,36 @@ type lineScanner struct {
 	done bool
 }
 
+// lineSource is a reader that can hand out its lines as strings (a
+// piece of repaired input does): the scanner takes them as they are,
+// without copying each line into bytes and back.
+type lineSource interface {
+	nextLine() (string, bool)
+}
+
 func newLineScanner(r io.Reader) *lineScanner {
+	if src, ok := r.(lineSource); ok {
+		return &lineScanner{src: src}
+	}
 	return &lineScanner{br: bufio.NewReaderSize(r, 64<<10)}
 }
 
 // next returns the next line; false at the end of the input or at a read
 // error (then err says which).
 func (s *lineScanner) next() (textLine, bool) {
+	if s.src != nil {
+		if s.done {
+			return textLine{}, false
+		}
+		t, ok := s.src.nextLine()
+		if !ok {
+			s.done = true
+			return textLine{}, false
+		}
+		s.no++
+		cut := len(t) >= maxLine
+		return cleanLine(s.no, t[:min(len(t), maxLine)], cut), true
+	}
 	for !s.done {
 		chunk, isPrefix, err := s.br.ReadLine()
 		var l textLine
@@ -122,7 +144,7 @@ func (s *lineScanner) next() (textLine, bool) {
 				}
 			}
 			s.no++
-			l, have = cleanLine(s.no, s.buf, len(s.buf) >= maxLine), true
+			l, have = cleanLine(s.no, string(s.buf), len(s.buf) >= maxLine), true
 			s.buf = s.buf[:0]
 		}
 		if err != nil {

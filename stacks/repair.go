@@ -190,9 +190,11 @@ func (rp *repairer) clean(l repLine) repLine {
 			break
 		}
 	}
-	if m := backtickRE.FindStringSubmatch(s); m != nil {
-		s = m[1]
-		rp.fixed(l.no, "lines quoted as inline code (`…`) unquoted")
+	if len(s) > 2 && s[0] == '`' {
+		if m := backtickRE.FindStringSubmatch(s); m != nil {
+			s = m[1]
+			rp.fixed(l.no, "lines quoted as inline code (`…`) unquoted")
+		}
 	}
 	if t := strings.TrimSpace(s); t != "" && t[0] == '<' {
 		for {
@@ -212,7 +214,7 @@ func (rp *repairer) clean(l repLine) repLine {
 			rp.fixed(l.no, "HTML tags of a tracker (<details>, <summary>, <pre>) removed")
 		}
 	}
-	if strings.Contains(s, "&lt;") || strings.Contains(s, "&gt;") || strings.Contains(s, "&amp;") || strings.Contains(s, "&quot;") {
+	if strings.IndexByte(s, '&') >= 0 && (strings.Contains(s, "&lt;") || strings.Contains(s, "&gt;") || strings.Contains(s, "&amp;") || strings.Contains(s, "&quot;")) {
 		s = html.UnescapeString(s)
 		rp.fixed(l.no, "HTML entities (&lt; &gt;) decoded")
 	}
@@ -223,10 +225,12 @@ func (rp *repairer) clean(l repLine) repLine {
 // prefixes removes one layer of what leads a line: a journal's prefix,
 // a time stamp, quote markers.
 func (rp *repairer) prefixes(no int, s string) string {
-	if m := journalRE.FindStringIndex(s); m != nil {
-		s = s[m[1]:]
-		rp.fixed(no, "journalctl prefixes removed")
-	} else if journalMetaRE.MatchString(s) {
+	if mayJournal(s) {
+		if m := journalRE.FindStringIndex(s); m != nil {
+			s = s[m[1]:]
+			rp.fixed(no, "journalctl prefixes removed")
+		}
+	} else if strings.HasPrefix(s, "-- ") && journalMetaRE.MatchString(s) {
 		rp.fixed(no, "journalctl prefixes removed")
 		return ""
 	}
@@ -263,7 +267,10 @@ func (rp *repairer) grepPrefix(no int, s string) string {
 		rp.grepNo = -1 // a group separator: the next group's first number is unknown
 		return ""
 	}
-	m := grepRE.FindStringSubmatchIndex(s)
+	var m []int
+	if s != "" && isDigit(s[0]) {
+		m = grepRE.FindStringSubmatchIndex(s)
+	}
 	if m == nil {
 		if rp.grepNo != 0 {
 			rp.grepNo = 0
@@ -324,20 +331,26 @@ func (rp *repairer) next() (repLine, bool) {
 			}
 			return l, true
 		}
-		if abridgeRE.MatchString(t) {
+		if mayAbridge(t[0]) && abridgeRE.MatchString(t) {
 			rp.fixed(l.no, "frames left out by hand ('...', 'N more frames'): the stacks are abridged")
 			continue
 		}
 		if rp.chain(l) {
 			continue
 		}
-		if m := leadArrowRE.FindStringSubmatchIndex(l.text); m != nil {
-			l.text = l.text[m[2]:m[3]] + l.text[m[1]:]
-			rp.fixed(l.no, "a reader's marks (arrows, '<-- …' notes) removed")
+		// each regexp below runs only on a line a byte test says it may
+		// match: most lines of a large dump need no repair at all
+		if c := lead(l.text); c == '-' || c == '=' || c == '>' || c == 0xe2 {
+			if m := leadArrowRE.FindStringSubmatchIndex(l.text); m != nil {
+				l.text = l.text[m[2]:m[3]] + l.text[m[1]:]
+				rp.fixed(l.no, "a reader's marks (arrows, '<-- …' notes) removed")
+			}
 		}
-		if m := annotRE.FindStringIndex(l.text); m != nil && strings.Count(l.text[:m[0]], "\"")%2 == 0 {
-			l.text = l.text[:m[0]]
-			rp.fixed(l.no, "a reader's marks (arrows, '<-- …' notes) removed")
+		if mayAnnotate(l.text) {
+			if m := annotRE.FindStringIndex(l.text); m != nil && strings.Count(l.text[:m[0]], "\"")%2 == 0 {
+				l.text = l.text[:m[0]]
+				rp.fixed(l.no, "a reader's marks (arrows, '<-- …' notes) removed")
+			}
 		}
 		if strings.Contains(l.text, "<http") {
 			if t := autolinkRE.ReplaceAllString(l.text, ""); t != l.text {
@@ -345,16 +358,20 @@ func (rp *repairer) next() (repLine, bool) {
 				rp.fixed(l.no, "GitHub's links on frame numbers (#5 <https://github.com/…/issues/5>) removed")
 			}
 		}
-		if m := spacedNumRE.FindStringSubmatchIndex(l.text); m != nil {
-			l.text = l.text[:m[3]] + "#" + l.text[m[4]:m[5]] + "  " + l.text[m[1]:]
-			rp.fixed(l.no, "frame numbers written '# 0' read as '#0'")
+		if lead(l.text) == '#' {
+			if m := spacedNumRE.FindStringSubmatchIndex(l.text); m != nil {
+				l.text = l.text[:m[3]] + "#" + l.text[m[4]:m[5]] + "  " + l.text[m[1]:]
+				rp.fixed(l.no, "frame numbers written '# 0' read as '#0'")
+			}
 		}
-		if m := goPlaceRE.FindStringSubmatchIndex(l.text); m != nil {
-			rp.placeholder++
-			l.text = l.text[:m[3]] + fmt.Sprintf("goroutine %d [", 1000000+rp.placeholder) + l.text[m[1]:]
-			rp.fixed(l.no, "goroutine ids written by hand (goroutine NNNNN) numbered from 1000001")
+		if lead(l.text) == 'g' {
+			if m := goPlaceRE.FindStringSubmatchIndex(l.text); m != nil {
+				rp.placeholder++
+				l.text = l.text[:m[3]] + fmt.Sprintf("goroutine %d [", 1000000+rp.placeholder) + l.text[m[1]:]
+				rp.fixed(l.no, "goroutine ids written by hand (goroutine NNNNN) numbered from 1000001")
+			}
 		}
-		if emptyFrameRE.MatchString(l.text) {
+		if t := strings.TrimSpace(l.text); len(t) > 1 && t[0] == '#' && isDigit(t[1]) && !strings.ContainsAny(t, " \t") && emptyFrameRE.MatchString(l.text) {
 			l.text = strings.TrimRight(l.text, " \t") + "  <signal handler called>"
 			rp.fixed(l.no, "an empty frame line read as <signal handler called> (Markdown drops text in <…>)")
 		}
@@ -362,14 +379,47 @@ func (rp *repairer) next() (repLine, bool) {
 	}
 }
 
+// lead is the first byte of s after the blanks regexp's \s matches, 0
+// for none.
+func lead(s string) byte {
+	s = strings.TrimLeft(s, " \t\n\f\r")
+	if s == "" {
+		return 0
+	}
+	return s[0]
+}
+
+// mayAbridge says whether a trimmed line that begins with byte c may be
+// one abridgeRE matches: "...", "…", "[...]", "(...)", "<snip>", "snip",
+// "12 more frames", "(3 frames omitted)".
+func mayAbridge(c byte) bool {
+	return c == '.' || c == 0xe2 || c == '[' || c == '(' || c == '<' || c == 's' || isDigit(c)
+}
+
+// mayAnnotate says whether s holds one of the marks annotRE looks for.
+func mayAnnotate(s string) bool {
+	for _, m := range []string{"<-", "<=", "->", "=>", "//", "←"} {
+		if strings.Contains(s, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// mayJournal says whether s may begin with a journal's prefix: "Dec 01 "
+// or "2026-12-01T".
+func mayJournal(s string) bool {
+	return len(s) > 16 && (s[0] >= 'A' && s[0] <= 'Z' && s[3] == ' ' || isDigit(s[0]) && s[4] == '-')
+}
+
 // unwrap joins to a frame line the line an editor or a mail client
 // wrapped it onto at 72–80 columns: the line is that long, and the next
 // one starts nothing of its own.
 func (rp *repairer) unwrap(l repLine) repLine {
-	if !wrapFrameRE.MatchString(l.text) {
+	seg := len(l.text) // the length of the last piece joined
+	if seg < 70 || seg > 80 || !wrapFrameRE.MatchString(l.text) {
 		return l
 	}
-	seg := len(l.text) // the length of the last piece joined
 	for joins := 0; joins < 8 && seg >= 70 && seg <= 80; joins++ {
 		next, ok := rp.peek()
 		if !ok {

@@ -22,7 +22,6 @@ import (
 
 var (
 	beginGoroutineRE = regexp.MustCompile(`^goroutine \d+ (?:gp=0x[0-9a-f]+ m=(?:\d+|nil) (?:mp=0x[0-9a-f]+ )?)?\[[^\]]{1,200}\]:$`)
-	beginGDBRE       = regexp.MustCompile(`^Thread (\d+)(?:\.\d+)? \((?:Thread 0x[0-9a-fA-F]+ \(LWP \d+\)|LWP \d+|process \d+)[^()]*\):$`)
 	beginLLDBRE      = regexp.MustCompile(`^\* thread #\d+(?:, (?:name|queue|tid|stop reason) = |: tid = )|^Process \d+ stopped$`)
 	beginEUStackRE   = regexp.MustCompile(`^PID \d+ - process$`)
 	beginFaultRE     = regexp.MustCompile(`^(?:Fatal Python error: |(?:Current thread|Thread) 0x[0-9a-fA-F]+(?: \[.*\])? \(most recent call first\):$|Timeout \(\d+:\d\d:\d\d(?:\.\d+)?\)!$)`)
@@ -84,7 +83,7 @@ func begins(t, next, cur string) string {
 			return "goroutines"
 		}
 	case strings.HasPrefix(t, "Thread "):
-		if beginGDBRE.MatchString(t) {
+		if _, ok := gdbBeginNo(t); ok {
 			return "gdb"
 		}
 		if beginFaultRE.MatchString(t) {
@@ -132,8 +131,8 @@ type pieceIDs struct {
 func repeatKey(format, t string) string {
 	switch format {
 	case "gdb":
-		if m := beginGDBRE.FindStringSubmatch(t); m != nil {
-			return m[1]
+		if no, ok := gdbBeginNo(t); ok {
+			return no
 		}
 	case "eu-stack":
 		if strings.HasPrefix(t, "PID ") {
@@ -291,6 +290,7 @@ type piece struct {
 	forced bool
 	ids    pieceIDs
 	counts pieceCounts // missing.go
+	line   string      // the current line (advance loads it)
 	buf    []byte      // the current line's bytes not yet read
 	lines  int         // lines given so far
 	// where the piece's lines came from: piece line k (1-based) is input
@@ -310,6 +310,7 @@ func (p *piece) Read(b []byte) (int, error) {
 			if !p.advance() {
 				break
 			}
+			p.buf = append(append(p.buf[:0], p.line...), '\n')
 		}
 		c := copy(b[n:], p.buf)
 		p.buf = p.buf[c:]
@@ -331,7 +332,7 @@ func (p *piece) advance() bool {
 	t := strings.TrimSpace(l.text)
 	if t != "" {
 		next := ""
-		if t == "{" || t == "[" || t[0] == 'T' || isDigit(t[0]) || strings.HasPrefix(t, "Process ") {
+		if t == "{" || t == "[" || isDigit(t[0]) || strings.HasPrefix(t, "Process ") || strings.HasPrefix(t, "Traceback ") {
 			next = p.src.nextText(0)
 		}
 		b := ""
@@ -365,16 +366,24 @@ func (p *piece) advance() bool {
 		p.at = append(p.at, lineAt{k: p.lines, no: l.no})
 	}
 	p.last = l.no
-	p.buf = append(append(p.buf[:0], l.text...), '\n')
+	p.line = l.text
 	return true
+}
+
+// nextLine hands a line scanner (lines.go) the next line as it is.
+func (p *piece) nextLine() (string, bool) {
+	if !p.advance() {
+		return "", false
+	}
+	return p.line, true
 }
 
 // count takes note of the threads a gdb line says the process has.
 func (p *piece) count(t string) {
 	switch {
 	case strings.HasPrefix(t, "Thread "):
-		if m := beginGDBRE.FindStringSubmatch(t); m != nil {
-			if n, err := strconv.Atoi(m[1]); err == nil && n < 1<<20 {
+		if no, ok := gdbBeginNo(t); ok {
+			if n, err := strconv.Atoi(no); err == nil && n < 1<<20 {
 				p.counts.maxThread = max(p.counts.maxThread, n)
 			}
 		}

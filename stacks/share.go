@@ -1,0 +1,104 @@
+package stacks
+
+import (
+	"hash/maphash"
+	"slices"
+)
+
+// A large dump repeats itself: a pool of 2,000 workers parked at one
+// place prints one stack 2,000 times. A parser keeps one copy of it, as
+// panicparse buckets goroutines while it reads: a frame line seen before
+// is not parsed again (its strings are shared), and threads whose stacks
+// are equal share one []Frame. The snapshot then costs about one copy of
+// each distinct stack, not one per thread. The tables are bounded, so
+// an input of nothing but distinct lines costs what it did without them.
+
+// maxMemo bounds how many distinct entries each table keeps.
+const maxMemo = 1 << 16
+
+// memo keeps what a parse of a line's text gave, by the text.
+type memo[V any] struct {
+	m map[string]V
+}
+
+// get returns parse(key), parsed once per distinct key while the table
+// has room. parse is given a copy of key that the table keeps, so what
+// it returns may point into it without holding the line it came from.
+func (m *memo[V]) get(key string, parse func(string) V) V {
+	if v, ok := m.m[key]; ok {
+		return v
+	}
+	if m.m == nil {
+		m.m = map[string]V{}
+	}
+	if len(m.m) >= maxMemo {
+		return parse(key)
+	}
+	key = string([]byte(key))
+	v := parse(key)
+	m.m[key] = v
+	return v
+}
+
+// stackTable hands out one []Frame for equal stacks.
+type stackTable struct {
+	seed maphash.Seed
+	m    map[uint64][][]Frame
+	n    int
+}
+
+// share returns a stack equal to st that earlier equal stacks share, st
+// itself (its capacity clipped, so that an append copies) when it is the
+// first. Nobody writes into a shared stack's frames.
+func (t *stackTable) share(st []Frame) []Frame {
+	if len(st) == 0 {
+		return st
+	}
+	if t.m == nil {
+		t.m = map[uint64][][]Frame{}
+		t.seed = maphash.MakeSeed()
+	}
+	h := hashStack(t.seed, st)
+	for _, have := range t.m[h] {
+		if framesEqual(have, st) {
+			return have
+		}
+	}
+	st = slices.Clip(st)
+	if t.n < maxMemo {
+		t.m[h] = append(t.m[h], st)
+		t.n++
+	}
+	return st
+}
+
+func hashStack(seed maphash.Seed, st []Frame) uint64 {
+	var h maphash.Hash
+	h.SetSeed(seed)
+	for i := range st {
+		f := &st[i]
+		h.WriteString(f.Func)
+		h.WriteByte(0)
+		h.WriteString(f.File)
+		h.WriteByte(0)
+		h.WriteString(f.Module)
+		maphash.WriteComparable(&h, f.PC)
+		maphash.WriteComparable(&h, f.Line)
+	}
+	return h.Sum64()
+}
+
+// framesEqual says whether two stacks are the same in every field.
+func framesEqual(a, b []Frame) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := &a[i], &b[i]
+		if x.Func != y.Func || x.Module != y.Module || x.Offset != y.Offset || x.PC != y.PC || x.File != y.File ||
+			x.Line != y.Line || x.Inlined != y.Inlined || x.Signal != y.Signal || x.Samples != y.Samples || !slices.Equal(x.Args, y.Args) {
+			return false
+		}
+	}
+	return true
+}
