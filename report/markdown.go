@@ -411,6 +411,10 @@ func codeSpan(s string) string {
 	return delim + s + delim
 }
 
+// CodeSpan is codeSpan for the command layer's Markdown (a step
+// summary's heading).
+func CodeSpan(s string) string { return codeSpan(s) }
+
 // codeFence is the fence for a code block holding text: three backticks,
 // or one more than the longest backtick run in it, so no line of the
 // content can close the block.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"github.com/hangdoc/hangdoc/attach"
 	"io"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/hangdoc/hangdoc/attach"
 	"github.com/hangdoc/hangdoc/heuristics"
 	"github.com/hangdoc/hangdoc/report"
 	"github.com/hangdoc/hangdoc/stacks"
@@ -78,19 +78,26 @@ func (o *reportOptions) diagnoseAndReport(ios *ioStreams, snap *stacks.Snapshot,
 		ios.exitCode = exitNoVerdict
 		fmt.Fprintf(ios.errOut, "hangdoc: no verdict from this evidence (%s); %s\n", stacks.Holds(snap), stacks.WhatToPaste(snap.Source))
 	}
-	switch o.format {
-	case "json":
-		return report.JSON(ios.out, snap, diags)
-	case "markdown":
-		return report.Markdown(ios.out, a, diags, report.MarkdownOptions{Version: versionString(), CommandLine: commandLine(os.Args)})
-	case "dot":
-		return report.Dot(ios.out, a, diags)
-	}
 	width := 0
 	if ios.outIsTerminal {
 		width = terminalWidth(ios.out)
 	}
-	return report.Text(ios.out, snap, diags, report.TextOptions{Color: ios.colorEnabled(o.color), Width: width})
+	return writeReport(ios.out, o.format, a, diags, report.TextOptions{Color: ios.colorEnabled(o.color), Width: width}, commandLine(os.Args))
+}
+
+// writeReport writes the report in format (one of formats) to w: the one
+// place the command layer picks a renderer. text is for the text
+// format; cmdLine ends a Markdown report.
+func writeReport(w io.Writer, format string, a *heuristics.Analysis, diags []heuristics.Diagnosis, text report.TextOptions, cmdLine string) error {
+	switch format {
+	case "json":
+		return report.JSON(w, a.Snap, diags)
+	case "markdown":
+		return report.Markdown(w, a, diags, report.MarkdownOptions{Version: versionString(), CommandLine: cmdLine})
+	case "dot":
+		return report.Dot(w, a, diags)
+	}
+	return report.Text(w, a.Snap, diags, text)
 }
 
 // terminalWidth is the width of the terminal out writes to, or 0 when it

@@ -11,7 +11,6 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -21,7 +20,6 @@ import (
 	"github.com/hangdoc/hangdoc/attach"
 	"github.com/hangdoc/hangdoc/heuristics"
 	"github.com/hangdoc/hangdoc/report"
-	"github.com/hangdoc/hangdoc/stacks"
 )
 
 // Exit codes of `hangdoc run`; a command that finishes in time passes
@@ -37,18 +35,6 @@ const (
 	exitNotFound    = 127 // no such command (as shells)
 	exitSignal      = 128 // + N: ended by signal N (as shells)
 )
-
-// killTimeout bounds the wait for the killed tree to be gone: a process
-// in uninterruptible sleep (D) dies only when its I/O ends.
-const killTimeout = 5 * time.Second
-
-// adoptOrphans makes `hangdoc run` the child subreaper of the command's
-// tree (prctl PR_SET_CHILD_SUBREAPER): a process whose parent exits
-// (a daemon that double-forks) is re-parented to hangdoc, not to init,
-// so it is still found, diagnosed and killed, and hangdoc reaps it.
-// Tests that run the command in-process turn it off: the test binary has
-// children of its own.
-var adoptOrphans = true
 
 type runOptions struct {
 	argv     []string
@@ -353,44 +339,28 @@ func (o *runOptions) diagnose(ctx context.Context, ios *ioStreams, t *tree, why 
 	a, diags := heuristics.Analyze(snap, heuristics.Options{Rules: rules})
 	named := slices.ContainsFunc(diags, func(d heuristics.Diagnosis) bool { return d.Deadlock })
 
-	if err := report.Text(ios.errOut, snap, diags, report.TextOptions{Color: colorOn(o.color, ios.errOut), Width: terminalWidth(ios.errOut)}); err != nil {
+	if err := writeReport(ios.errOut, "text", a, diags, report.TextOptions{Color: colorOn(o.color, ios.errOut), Width: terminalWidth(ios.errOut)}, o.cmdLine); err != nil {
 		return named, err
 	}
 	if o.report != "" {
-		if err := writeFile(o.report, false, func(w io.Writer) error { return o.writeReport(w, a, diags) }); err != nil {
+		write := func(w io.Writer) error { return writeReport(w, o.format, a, diags, report.TextOptions{}, o.cmdLine) }
+		if err := writeFile(o.report, false, write); err != nil {
 			fmt.Fprintf(ios.errOut, "hangdoc: --report: %v\n", err)
 		}
 	}
 	if path := os.Getenv("GITHUB_STEP_SUMMARY"); path != "" {
-		head := fmt.Sprintf("### hangdoc: %s %s\n\n", codeSpan(shellJoin(o.argv)), why)
+		head := fmt.Sprintf("### hangdoc: %s %s\n\n", report.CodeSpan(shellJoin(o.argv)), why)
 		err := writeFile(path, true, func(w io.Writer) error {
 			if _, err := io.WriteString(w, head); err != nil {
 				return err
 			}
-			return o.markdown(w, a, diags)
+			return writeReport(w, "markdown", a, diags, report.TextOptions{}, o.cmdLine)
 		})
 		if err != nil {
 			fmt.Fprintf(ios.errOut, "hangdoc: GITHUB_STEP_SUMMARY: %v\n", err)
 		}
 	}
 	return named, nil
-}
-
-// writeReport writes the --report FILE in --format.
-func (o *runOptions) writeReport(w io.Writer, a *heuristics.Analysis, diags []heuristics.Diagnosis) error {
-	switch o.format {
-	case "json":
-		return report.JSON(w, a.Snap, diags)
-	case "markdown":
-		return o.markdown(w, a, diags)
-	case "dot":
-		return report.Dot(w, a, diags)
-	}
-	return report.Text(w, a.Snap, diags, report.TextOptions{})
-}
-
-func (o *runOptions) markdown(w io.Writer, a *heuristics.Analysis, diags []heuristics.Diagnosis) error {
-	return report.Markdown(w, a, diags, report.MarkdownOptions{Version: versionString(), CommandLine: o.cmdLine})
 }
 
 // writeFile writes a file through write: replaced, or appended to (a
@@ -417,227 +387,6 @@ func writeFile(path string, appendTo bool, write func(io.Writer) error) error {
 // colorOn resolves --color for the stream w (stderr, here).
 func colorOn(mode string, w io.Writer) bool { return colorFor(mode, writerIsTerminal(w)) }
 
-// errTreeGone: every process of the tree exited before it could be read.
-var errTreeGone = errors.New("every process of the tree exited or could not be read before sampling: nothing to report")
-
-// attachTree samples the processes that are there: it leaves out those
-// Attach would refuse (exited meanwhile, zombies, no permission) and,
-// when the attach of the set still fails, retries without the failing
-// pid. The notes say what was left out and why.
-func attachTree(ctx context.Context, pids []int, opts attach.Options) (*stacks.Snapshot, []string, error) {
-	var notes []string
-	var refused error // the first reason other than "gone"
-	leave := func(pid int, err error) {
-		notes = append(notes, leftOut(pid, err))
-		gone := errors.Is(err, attach.ErrNoProcess) || errors.Is(err, attach.ErrProcessGone) || errors.Is(err, attach.ErrNotTarget)
-		if refused == nil && !gone {
-			refused = err
-		}
-	}
-	var ok []int
-	for _, pid := range pids {
-		if err := attach.Attachable(pid); err != nil {
-			leave(pid, err)
-			continue
-		}
-		ok = append(ok, pid)
-	}
-	for len(ok) > 0 {
-		snap, err := attach.Attach(ctx, ok, opts)
-		if err == nil {
-			return snap, notes, nil
-		}
-		bad := failingPid(ok, err)
-		if bad == 0 {
-			return nil, notes, err
-		}
-		leave(bad, err)
-		ok = slices.DeleteFunc(ok, func(p int) bool { return p == bad })
-	}
-	// Nothing left: the processes are gone, or none could be read (no
-	// permission), which is worth an exitRunAnalysis.
-	if refused != nil {
-		return nil, notes, refused
-	}
-	return nil, notes, errTreeGone
-}
-
-// leftOut is the line that says why pid was left out: an attach error
-// about it names it already.
-func leftOut(pid int, err error) string {
-	if e := (*attach.Error)(nil); errors.As(err, &e) && e.Pid == pid {
-		return err.Error()
-	}
-	return fmt.Sprintf("pid %d: %v", pid, err)
-}
-
-// failingPid says which pid of the set an Attach error is about: one
-// that Attachable now refuses, or else the one the error is about.
-func failingPid(pids []int, err error) int {
-	for _, pid := range pids {
-		if attach.Attachable(pid) != nil {
-			return pid
-		}
-	}
-	if e := (*attach.Error)(nil); errors.As(err, &e) && slices.Contains(pids, e.Pid) {
-		return e.Pid
-	}
-	return 0
-}
-
-// tree is CMD's process tree: CMD (the child), everything below it and,
-// with adopt, the orphans hangdoc adopted as their subreaper.
-type tree struct {
-	child   int
-	adopt   bool
-	seen    map[int]attach.ProcInfo // every process found, by pid
-	reaping sync.Mutex              // held while no orphan may be reaped
-}
-
-// members lists the tree's processes now, breadth-first from CMD, and
-// remembers each with its start time, which tells it from a later
-// process that reuses its pid.
-func (t *tree) members() []int {
-	pids := attach.Descendants(t.child)
-	if t.adopt {
-		for _, c := range attach.Children(os.Getpid()) {
-			if c != t.child {
-				pids = append(pids, attach.Descendants(c)...)
-			}
-		}
-	}
-	if t.seen == nil {
-		t.seen = map[int]attach.ProcInfo{}
-	}
-	for _, pid := range pids {
-		if info, err := attach.Stat(pid); err == nil {
-			t.seen[pid] = info
-		}
-	}
-	return pids
-}
-
-// kill SIGKILLs the tree until no process of it is left alive (or
-// killTimeout passes). It stops the whole tree first (SIGSTOP): a parent
-// that saw its child die could react (exit, retry, start another).
-// Then it kills every process below CMD, leaves first (while a parent
-// lives, its children's pids stay theirs), the processes found earlier
-// that are no longer below CMD (re-parented to init when hangdoc is not
-// their subreaper), then CMD's process group. It returns how many
-// processes it killed.
-func (t *tree) kill() int {
-	killed := map[int]bool{}
-	end := time.Now().Add(killTimeout)
-	for {
-		pids := t.alive()
-		if len(pids) == 0 {
-			return len(killed)
-		}
-		for _, pid := range pids {
-			syscall.Kill(pid, syscall.SIGSTOP)
-		}
-		// CMD is unreaped: its pid, the group's id, is still its own.
-		syscall.Kill(-t.child, syscall.SIGSTOP)
-		waitStopped(pids, stopWait)
-		for i := len(pids) - 1; i >= 0; i-- {
-			if syscall.Kill(pids[i], syscall.SIGKILL) == nil {
-				killed[pids[i]] = true
-			}
-		}
-		syscall.Kill(-t.child, syscall.SIGKILL)
-		if time.Now().After(end) {
-			return len(killed)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// stopWait bounds the wait for the tree to stop before it is killed: a
-// process in uninterruptible sleep stops only when its I/O ends.
-const stopWait = 200 * time.Millisecond
-
-// alive lists the processes of the tree that live, parents before their
-// children: those below CMD now, then those found before and no longer
-// below it, when they are still the same processes.
-func (t *tree) alive() []int {
-	pids := t.members()
-	for pid := range t.seen {
-		if !slices.Contains(pids, pid) {
-			pids = append(pids, pid)
-		}
-	}
-	return slices.DeleteFunc(pids, func(pid int) bool {
-		info, err := attach.Stat(pid)
-		return err != nil || !info.Alive() || info.Start != t.seen[pid].Start
-	})
-}
-
-// waitStopped waits up to d for each process to be stopped or dead.
-func waitStopped(pids []int, d time.Duration) {
-	end := time.Now().Add(d)
-	for _, pid := range pids {
-		for time.Now().Before(end) {
-			info, err := attach.Stat(pid)
-			if err != nil || !info.Alive() || info.State == 'T' || info.State == 't' {
-				break
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}
-}
-
-// waitExit returns when CMD has exited, leaving it unreaped.
-func (t *tree) waitExit() {
-	var info unix.Siginfo
-	for {
-		err := unix.Waitid(unix.P_PID, t.child, &info, unix.WEXITED|unix.WNOWAIT, nil)
-		if err != unix.EINTR {
-			return
-		}
-	}
-}
-
-// reapAdopted reaps, while CMD runs, the orphans hangdoc adopted that
-// exit (CMD itself is left to Wait). It returns the function that stops
-// it.
-func (t *tree) reapAdopted() (stop func()) {
-	if !t.adopt {
-		return func() {}
-	}
-	chld := make(chan os.Signal, 1)
-	signal.Notify(chld, syscall.SIGCHLD)
-	done := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case <-chld:
-				t.reapAll()
-			case <-done:
-				return
-			}
-		}
-	}()
-	return func() {
-		signal.Stop(chld)
-		close(done)
-	}
-}
-
-// reapAll reaps the adopted orphans that have exited.
-func (t *tree) reapAll() {
-	if !t.adopt {
-		return
-	}
-	t.reaping.Lock()
-	defer t.reaping.Unlock()
-	for _, c := range attach.Children(os.Getpid()) {
-		if c != t.child {
-			var ws syscall.WaitStatus
-			syscall.Wait4(c, &ws, syscall.WNOHANG, nil)
-		}
-	}
-}
-
 func signalName(s syscall.Signal) string {
 	switch s {
 	case syscall.SIGTERM:
@@ -655,23 +404,4 @@ func shellJoin(argv []string) string {
 		q[i] = shellQuote(a)
 	}
 	return report.Sanitize(strings.Join(q, " "))
-}
-
-// codeSpan is s as Markdown inline code: delimited by a backtick run
-// longer than any inside it.
-func codeSpan(s string) string {
-	longest, run := 0, 0
-	for _, r := range s {
-		if r == '`' {
-			run++
-			longest = max(longest, run)
-		} else {
-			run = 0
-		}
-	}
-	fence := strings.Repeat("`", longest+1)
-	if longest > 0 {
-		return fence + " " + s + " " + fence
-	}
-	return fence + s + fence
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/hangdoc/hangdoc/attach"
 	"github.com/hangdoc/hangdoc/internal/patient"
+	"github.com/hangdoc/hangdoc/report"
 )
 
 func init() {
@@ -635,11 +636,11 @@ func TestRunHelpDocumentsExitCodes(t *testing.T) {
 func TestCodeSpanAndQuoting(t *testing.T) {
 	for in, want := range map[string]string{
 		"go test ./...": "`go test ./...`",
-		"a`b":           "`` a`b ``",
+		"a`b":           "``a`b``",
 		"``x":           "``` ``x ```",
 	} {
-		if got := codeSpan(in); got != want {
-			t.Errorf("codeSpan(%q) = %q, want %q", in, got, want)
+		if got := report.CodeSpan(in); got != want {
+			t.Errorf("report.CodeSpan(%q) = %q, want %q", in, got, want)
 		}
 	}
 	if got, want := shellJoin([]string{"sh", "-c", "echo it's\x1b[2J"}), `sh -c 'echo it'\''s`; !strings.HasPrefix(got, want) || strings.Contains(got, "\x1b") {

@@ -59,14 +59,17 @@ func (t *terminal) give(group int) {
 	t.group = group
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	// Watch before CMD can get the terminal's Ctrl-Z: a stop whose
+	// SIGCHLD came before would leave CMD stopped and the shell waiting.
+	chld := make(chan os.Signal, 1)
+	signal.Notify(chld, syscall.SIGCHLD)
 	if t.setForeground(group) != nil {
+		signal.Stop(chld)
 		return
 	}
 	t.held = true
 	syscall.Kill(-group, syscall.SIGCONT)
 	t.stop, t.done = make(chan struct{}), make(chan struct{})
-	chld := make(chan os.Signal, 1)
-	signal.Notify(chld, syscall.SIGCHLD)
 	go func() {
 		defer close(t.done)
 		defer signal.Stop(chld)
