@@ -189,7 +189,11 @@ func signalFrame(stack []stacks.Frame) int {
 // that parsers drop) still names its handler (handle_fatal_signal,
 // *_signal_handler, …): the frames below the handler's were interrupted,
 // unless the handler is the thread's start (a signal-handling thread's
-// loop). ok is false when the stack shows no handler.
+// loop). A paste cut below the code that captures or prints the
+// thread's own stack trace (a crash handler's work), with nothing named
+// under it, stands for the handler the cut took: the frames below it
+// are the interrupted ones, unseen. ok is false when the stack shows no
+// handler.
 func signalSplit(stack []stacks.Frame) (handlerEnd, below int, byName, ok bool) {
 	if i := signalFrame(stack); i >= 0 {
 		return i, i + 1, false, true
@@ -204,7 +208,21 @@ func signalSplit(stack []stacks.Frame) (handlerEnd, below int, byName, ok bool) 
 		}
 		return i + 1, i + 1, true, true
 	}
+	for i := len(stack) - 1; i >= 0; i-- {
+		if frameRole(stack[i]) == stacks.RoleStackTrace {
+			if i+1 < len(stack) && !namedFrom(stack, i+1) {
+				return i + 1, i + 1, true, true
+			}
+			break
+		}
+	}
 	return 0, 0, false, false
+}
+
+// crashReport: the frame that ends a handler's frames is a crash
+// reporter's stack capture, not a handler known by its name.
+func crashReport(stack []stacks.Frame, handlerEnd int) bool {
+	return handlerEnd > 0 && frameRole(stack[handlerEnd-1]) == stacks.RoleStackTrace
 }
 
 // isThreadStart: the frames a thread begins in, below any code of its own.

@@ -187,6 +187,9 @@ func pyOnlyFrames(p *stacks.Process) bool {
 	n := 0
 	for _, t := range p.Threads {
 		for _, f := range t.Stack {
+			if f.Func == "" && f.Module == "" && f.PC == 0 {
+				continue // an entry the paste cut mid-way
+			}
 			if !stacks.IsPythonFrame(f) {
 				return false
 			}
@@ -199,14 +202,22 @@ func pyOnlyFrames(p *stacks.Process) bool {
 // pyLockSite: a Python frame that takes a lock a forked child may find
 // held: logging's handler path (Handler.handle and acquire take the
 // handler's lock; emit and flush write to the stream under its buffer's
-// lock) and logging's module lock.
+// lock) and logging's module lock; and any function that flushes a
+// stream (a stream's flush, multiprocessing's flush of sys.stdout and
+// sys.stderr in a new child), which takes the stream's buffer lock.
 func pyLockSite(f stacks.Frame) bool {
-	if !stacks.IsPythonFrame(f) || !pyLoggingFile(f) {
+	if !stacks.IsPythonFrame(f) {
 		return false
 	}
 	name := f.Func
 	if i := strings.LastIndexByte(name, '.'); i >= 0 {
 		name = name[i+1:]
+	}
+	if strings.Contains(strings.ToLower(name), "flush") {
+		return true
+	}
+	if !pyLoggingFile(f) {
+		return false
 	}
 	switch name {
 	case "acquire", "_acquireLock", "handle", "emit", "flush":
@@ -237,11 +248,16 @@ func pyOnlyForkDiagnosis(a *Analysis, p *stacks.Process) (Diagnosis, bool) {
 	if p.Fork == nil {
 		how = fmt.Sprintf("its frames (`%s`, then `%s`, which runs only in the child)", fork.frame, fork.marker)
 	}
+	summary := fmt.Sprintf("%s is a forked child (by %s) whose only thread stopped inside logging, where it takes a handler's lock and the lock of the stream the handler writes to: a parent thread that was logging when the process forked left them locked in the child",
+		procWord(p), how)
+	if !pyLoggingFile(t.Stack[0]) {
+		summary = fmt.Sprintf("%s is a forked child (by %s) whose only thread stopped flushing a stream in `%s`, which takes the stream's buffer lock: a parent thread that was writing to the stream when the process forked left it locked in the child",
+			procWord(p), how, frameName(t.Stack[0]))
+	}
 	d := Diagnosis{
 		Deadlock:   true,
 		Confidence: Low,
-		Summary: fmt.Sprintf("%s is a forked child (by %s) whose only thread stopped inside logging, where it takes a handler's lock and the lock of the stream the handler writes to: a parent thread that was logging when the process forked left them locked in the child",
-			procWord(p), how),
+		Summary:    summary,
 		Chain: []string{
 			fmt.Sprintf("%s is a forked child by %s", procWord(p), how),
 			fmt.Sprintf("%s stopped in %s", threadLabel(t), pyWhere(t)),

@@ -192,10 +192,16 @@ func matchSignalReentry(a *Analysis) []Diagnosis {
 			d.Evidence = []string{mutexFacts(m)}
 		} else if r.unseen {
 			d.Confidence = Low
-			d.Summary = fmt.Sprintf("%s waits for %s in `%s` inside signal handler `%s`: the %s lock is not async-signal-safe, and the signal most likely interrupted the thread while it held it (the interrupted frames are not in the paste)",
-				threadLabel(t), waitLockName(t), asker, handler, r.family)
+			inside := fmt.Sprintf("inside signal handler `%s`", handler)
+			ran := fmt.Sprintf("the kernel ran handler `%s` on %s", handler, threadLabel(t))
+			if crashReport(t.Stack, r.sig) {
+				inside = fmt.Sprintf("inside `%s`, which captures the thread's own stack trace, a crash handler's work", handler)
+				ran = fmt.Sprintf("%s is writing a crash report (`%s` captures its stack trace): a fatal signal's handler, whose frames are below the paste's cut", threadLabel(t), handler)
+			}
+			d.Summary = fmt.Sprintf("%s waits for %s in `%s` %s: the %s lock is not async-signal-safe, and the signal most likely interrupted the thread while it held it (the interrupted frames are not in the paste)",
+				threadLabel(t), waitLockName(t), asker, inside, r.family)
 			d.Chain = []string{
-				fmt.Sprintf("the kernel ran handler `%s` on %s", handler, threadLabel(t)),
+				ran,
 				fmt.Sprintf("the handler calls `%s`, which waits for the %s lock", asker, r.family),
 				"a signal handler that takes a lock of a library that is not async-signal-safe waits for ever when the signal arrived while its own thread held that lock",
 			}
@@ -244,6 +250,10 @@ func namedFrom(stack []stacks.Frame, i int) bool {
 // signalSplitText says where the handler's frames end and the
 // interrupted ones begin, and how that is known.
 func signalSplitText(r reentry) string {
+	if crashReport(r.waiter.Thread.Stack, r.sig) {
+		return fmt.Sprintf("no `<signal handler called>` frame and no handler in the paste, which is cut below #%d: `%s` captures the thread's own stack trace, what a crash handler does after a fatal signal, and a thread that waits for the %s lock no other thread holds while it does is most likely inside that handler",
+			r.sig-1, frameName(r.waiter.Thread.Stack[r.sig-1]), r.family)
+	}
 	if r.byName {
 		return fmt.Sprintf("no `<signal handler called>` frame in the paste (Markdown drops that line, leaving an empty frame): `%s` is a signal handler by its name, so frames #0–#%d ran in the handler and those from #%d were interrupted",
 			frameName(r.waiter.Thread.Stack[r.sig-1]), r.sig-1, r.below)

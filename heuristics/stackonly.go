@@ -108,6 +108,14 @@ type loneWaiter struct {
 	// process's others; allocator: the lock is an allocator's own.
 	partial   bool
 	allocator string
+	// others says how the dump shows the process with other threads
+	// (otherThreadsShown); pool is the thread-pool runtime frame that
+	// asked for the lock.
+	others string
+	pool   stacks.Frame
+	// dispatch says how the thread is the one that drains the serial
+	// queue it dispatch_syncs onto (dispatchOwnQueue).
+	dispatch string
 	// loader says how the stack involves the dynamic loader (loaderSide).
 	loader string
 	// reentry says how the stack shows the waiter holding its own lock
@@ -161,6 +169,10 @@ func (a *Analysis) loneWaiterOf(p *stacks.Process) (loneWaiter, bool) {
 			return lw, true
 		}
 	}
+	if why := dispatchOwnQueue(t); why != "" {
+		lw.dispatch = why
+		return lw, true
+	}
 	if why := reentryOnStack(a, t); why != "" {
 		lw.reentry, lw.conf = why, Medium
 		return lw, true
@@ -187,12 +199,26 @@ func (a *Analysis) loneWaiterOf(p *stacks.Process) (loneWaiter, bool) {
 		lw.id, lw.loader = "loader-lock", side
 		return lw, true
 	}
+	lw.others = otherThreadsShown(a, p, t)
 	if fam := allocatorOfWait(t); fam != "" && !a.Snap.Evidence.Lineage {
 		// An allocator holds its lock only while it runs and waits for
 		// nothing inside: a waiter that no thread here releases is in a
 		// child whose parent had another thread inside the allocator at
-		// fork(), or re-entered the allocator itself (a hook).
-		lw.id, lw.allocator = "fork-inherited-lock", fam
+		// fork(), or re-entered the allocator itself (a hook, an
+		// exception allocated mid-allocation, an unwinder). A process the
+		// dump shows with other threads is no forked child's lone thread.
+		lw.allocator = fam
+		if lw.others == "" {
+			lw.id = "fork-inherited-lock"
+		}
+		return lw, true
+	}
+	if f, ok := poolAsker(t); ok && !a.Snap.Evidence.Lineage && lw.others == "" && len(p.Threads) == 1 {
+		// A thread pool's lock, taken by the pool's own code, in a
+		// process whose only thread is this one: a process that started
+		// the pool runs its workers (one of which holds the lock), so
+		// this is most likely a child forked after its parent started it.
+		lw.id, lw.pool = "fork-inherited-lock", f
 		return lw, true
 	}
 	if why := holderElsewhere(a, p, t, partial); why != "" {
@@ -224,6 +250,26 @@ func holderElsewhere(a *Analysis, p *stacks.Process, t *stacks.Thread, partial b
 	return ""
 }
 
+// otherThreadsShown says how the dump shows a process with threads other
+// than t, "" when it does not: gdb and pstack number threads from 1,
+// the main thread (whose LWP the parser takes for the pid), so a thread
+// shown by its LWP under a higher number, in a process without a pid, is
+// one of several; with a pid, a thread whose tid is not the pid is not
+// the main thread.
+func otherThreadsShown(a *Analysis, p *stacks.Process, t *stacks.Thread) string {
+	switch {
+	case len(p.Threads) > 1:
+		return fmt.Sprintf("process %d has %d threads", p.Pid, len(p.Threads))
+	case t.Tid <= 0:
+		return ""
+	case p.Pid > 0 && t.Tid != p.Pid:
+		return fmt.Sprintf("%s is not the main thread of process %d (its tid is not the pid)", threadLabel(t), p.Pid)
+	case p.Pid <= 0 && a.Snap.Source == "gdb":
+		return fmt.Sprintf("the dump numbers %s after thread 1, the main thread: the process has other threads", threadLabel(t))
+	}
+	return ""
+}
+
 // recursiveLockFrame returns the frame of a thread's lock wait that
 // takes a recursive lock (std::recursive_mutex, GRecMutex, an RLock), as
 // the vocabulary says.
@@ -232,6 +278,18 @@ func recursiveLockFrame(a *Analysis, t *stacks.Thread) (stacks.Frame, bool) {
 	for _, f := range t.Stack[:min(caller, len(t.Stack))] {
 		if r := nativeRow(f); r.IsRecursive() && r.Role.IsLock() {
 			return f, true
+		}
+	}
+	return stacks.Frame{}, false
+}
+
+// poolAsker finds the thread-pool runtime frame that asked for the lock
+// a thread waits for: the asker itself or one of its few callers.
+func poolAsker(t *stacks.Thread) (stacks.Frame, bool) {
+	_, caller := waitOf(t)
+	for i := caller; i < min(caller+4, len(t.Stack)); i++ {
+		if frameRole(t.Stack[i]) == stacks.RolePool {
+			return t.Stack[i], true
 		}
 	}
 	return stacks.Frame{}, false
@@ -379,7 +437,14 @@ func (a *Analysis) loneWaiterDiagnosis(lw loneWaiter) Diagnosis {
 	switch lw.id {
 	case "fork-inherited-lock":
 		d.Refs = forkRefs
-		if lw.allocator != "" {
+		if lw.pool.Func != "" {
+			d.Summary = fmt.Sprintf("%s waits for %s in %s, a lock of a thread pool (`%s` is the pool runtime's own code), and it is the only thread of %s: a process that started the pool runs its worker threads, one of which holds the lock, so this is most likely a child forked after its parent started the pool",
+				threadLabel(t), lock, site, frameName(lw.pool), procWord(p))
+			d.Chain = []string{waits, only,
+				fmt.Sprintf("`%s` is the thread-pool runtime's own code (OpenMP, OpenBLAS): the pool's lock is taken by the pool's threads, which a process that started the pool has", frameName(lw.pool)),
+				"fork() copies the pool's memory and its locks, held by a worker of the parent, but not the workers: in the child nobody releases the lock"}
+			d.Evidence = append(d.Evidence, "no lineage was read: whether the process is a forked child (its parent pid; `thread apply all bt` showing no pool worker) would settle it")
+		} else if lw.allocator != "" {
 			d.Summary = fmt.Sprintf("%s waits for %s in %s, an allocator's own lock, and no thread in sight holds it: an allocator holds its lock only while it runs, so process %d is most likely a forked child whose parent had another thread inside the allocator at fork()",
 				threadLabel(t), lock, site, p.Pid)
 			d.Chain = []string{waits, only,
@@ -433,7 +498,17 @@ func (a *Analysis) loneWaiterDiagnosis(lw loneWaiter) Diagnosis {
 			threadLabel(t), lock, site, p.Pid)
 		d.Chain = []string{waits, only,
 			"so the holder is the waiter itself, taking the lock a second time, or a thread that exited holding it, or (in a forked child) a thread of the parent at fork()"}
-		if lw.reentry != "" {
+		if lw.dispatch != "" {
+			dispatchSyncDiagnosis(&d, lw, waits, only)
+		} else if lw.allocator != "" {
+			d.Summary = fmt.Sprintf("%s waits for %s in %s, an allocator's own lock, which no other thread in sight holds, and the process is no forked child's lone thread (%s): an allocator holds its lock only while it runs, so the holder is most likely this thread, which re-entered the allocator",
+				threadLabel(t), lock, site, lw.others)
+			d.Chain = []string{waits, only, lw.others,
+				"an allocator takes this lock only inside its own functions and waits for nothing while it holds it: a thread that never gets it is waiting for itself",
+				"the allocator was re-entered on this thread while it held the lock: from a hook it calls (an interposed pthread or malloc hook that allocates), an exception allocated mid-allocation (__cxa_allocate_exception), an unwinder, or a signal handler"}
+			d.Fix = "Keep the allocator from being entered again while it runs: a hook or interposer it calls (a malloc or pthread hook, a profiler's or tracer's wrapper) must not allocate, nor throw, and a signal handler must not allocate (signal-safety(7)); fixes of this kind are usually in the hook's library (allocate its buffers up front) or in the allocator (drop the lock before calling out)."
+			d.Evidence = append(d.Evidence, "the frames below the cut (or `hangdoc attach`, which reads the mutex owner) would show the allocator's first entry on this thread")
+		} else if lw.reentry != "" {
 			d.Summary = fmt.Sprintf("%s waits for %s in %s, which it already holds: its own stack shows it re-entering the code that took the lock",
 				threadLabel(t), lock, site)
 			d.Chain = []string{waits, lw.reentry, only}

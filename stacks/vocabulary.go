@@ -43,11 +43,14 @@ const (
 	RoleFork       Role = "fork"       // fork() and its callers, which go on in both processes
 	RoleForkChild  Role = "forkchild"  // runs only in the child of fork()
 	RoleForkParent Role = "forkparent" // runs only in the parent, before fork()
+	RoleStackTrace Role = "stacktrace" // captures or prints the thread's own stack: a crash handler's work
+	RolePool       Role = "pool"       // a thread-pool runtime's own code: a process that started the pool runs its workers
 )
 
 var roles = map[Role]bool{RoleAcquire: true, RoleSpin: true, RoleOnce: true, RoleCond: true, RoleJoin: true, RolePark: true, RoleSyscall: true,
 	RoleChannel: true, RoleCollective: true, RoleGIL: true, RoleIO: true, RoleSleep: true, RoleChild: true, RoleSigwait: true,
-	RoleYield: true, RoleHolds: true, RoleTry: true, RoleSigframe: true, RoleHandler: true, RoleFork: true, RoleForkChild: true, RoleForkParent: true}
+	RoleYield: true, RoleHolds: true, RoleTry: true, RoleSigframe: true, RoleHandler: true, RoleFork: true, RoleForkChild: true, RoleForkParent: true,
+	RoleStackTrace: true, RolePool: true}
 
 // IsLock reports whether a frame of this role waits for a lock that some
 // thread holds (a once-initialiser is held by the thread running it).
