@@ -261,7 +261,7 @@ func (a *Analysis) findStuckLockWaiters(p *stacks.Process) []ThreadRef {
 		}
 	}
 	var waiters []ThreadRef
-	for _, t := range p.Threads {
+	for _, t := range distinctThreads(p) {
 		class, caller := a.wait(t)
 		// A Python lock is the lock behind Event and Condition too: a lock
 		// only in a forked child, where nobody can release it, when the
@@ -286,6 +286,32 @@ func (a *Analysis) findStuckLockWaiters(p *stacks.Process) []ThreadRef {
 	return waiters
 }
 
+// sameThread: two stacks of one process that carry the same thread id
+// are one thread the paste shows twice (gdb's `frame` output, then its
+// `bt`; `bt` run twice).
+func sameThread(a, b *stacks.Thread) bool { return a != b && a.Tid != 0 && a.Tid == b.Tid }
+
+// distinctThreads are a process's threads with a thread shown twice
+// taken once, by its fuller stack (the other copy is gdb's `frame`
+// output of a few of its frames).
+func distinctThreads(p *stacks.Process) []*stacks.Thread {
+	var out []*stacks.Thread
+	for _, t := range p.Threads {
+		if i := slices.IndexFunc(out, func(o *stacks.Thread) bool { return sameThread(o, t) }); i >= 0 {
+			if len(t.Stack) > len(out[i].Stack) {
+				out[i] = t
+			}
+			continue
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// threadCount is how many threads a process has in the snapshot, a
+// thread shown twice counted once.
+func threadCount(p *stacks.Process) int { return len(distinctThreads(p)) }
+
 // pyLockTakenByC: the Python lock a thread waits for was asked for by C
 // code of its own (bufferedio's _enter_buffered_busy, _thread's
 // local_clear), not by the interpreter running Python code
@@ -307,7 +333,7 @@ func pyLockTakenByC(t *stacks.Thread, caller int) bool {
 // thread's `bt` carries no thread id.
 func (a *Analysis) allThreads(p *stacks.Process) bool {
 	e := a.Snap.Evidence
-	return len(p.Threads) > 1 || e.Syscalls || e.Lineage || e.Owners || mainListed(p)
+	return threadCount(p) > 1 || e.Syscalls || e.Lineage || e.Owners || mainListed(p)
 }
 
 // mainListed: the process's main thread is in the snapshot by its id.

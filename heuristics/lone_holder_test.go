@@ -63,3 +63,57 @@ func TestLoneWaiterOnRecursiveLock(t *testing.T) {
 	whole := thread(100, "", "__lll_lock_wait", "pthread_mutex_lock", "g_rec_mutex_lock", "flush", "main")
 	none(t, "lock-order-cycle", pasted(proc(100, whole)))
 }
+
+// A paste that shows one thread twice (gdb's `thread 3` switch and two
+// `frame` outputs, then its `bt`) is one thread: thread 3's frames of the
+// real abba dump, frames #0 and #4 shown first on their own as gdb's
+// `frame` prints them, are one lone waiter, not two waiters in a cycle among
+// themselves.
+func TestThreadShownTwice(t *testing.T) {
+	raw, err := os.ReadFile("../testdata/dumps/gdb/abba.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(raw)
+	sec := text[strings.Index(text, "Thread 3 ("):strings.Index(text, "Thread 2 (")]
+	frames := sec[strings.Index(sec, "#0 "):]
+	lines := strings.SplitAfter(frames, "\n")
+	paste := "[Switching to thread 3 (Thread 0x7fba623906c0 (LWP 355))]\n" + lines[0] + lines[4] + frames
+	snap, _, _, err := stacks.Parse(strings.NewReader(paste), "gdb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(snap.Processes[0].Threads); n != 2 {
+		t.Fatalf("the parser read %d threads, want the 2 copies", n)
+	}
+	d := one(t, "lock-order-cycle", snap)
+	sameInts(t, "tids", d.Tids, 355)
+	lacks(t, "summary", d.Summary, "2 threads")
+}
+
+// Written by hand in gdb's py-bt form: a Python thread waiting in an
+// RLock's __enter__, the one thread of the paste. An RLock's holder
+// re-takes it without waiting, so the holder is another thread; `poll`
+// further down is another file's poll, not a re-entry.
+func TestPyBTRLockWaiter(t *testing.T) {
+	const paste = `Thread 31 (Thread 0x7f654cff9700 (LWP 23498)):
+Traceback (most recent call first):
+  <built-in method __enter__ of _thread.RLock object at remote 0x7f65684549f0>
+  File "/srv/app/attribute.py", line 511, in poll
+    with self.__read_lock:
+  File "/srv/app/device.py", line 372, in poll
+    return self.__pollReply(attrs, req_id)
+  File "/usr/lib/python3.5/threading.py", line 862, in run
+    self._target(*self._args, **self._kwargs)
+`
+	snap, _, _, err := stacks.Parse(strings.NewReader(paste), "gdb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := snap.Processes[0].Threads[0].Stack[0].Func; f != "_thread.RLock.__enter__" {
+		t.Errorf("frame 0 is %q, want the method with its type", f)
+	}
+	d := one(t, "lock-order-cycle", snap)
+	has(t, "chain", strings.Join(d.Chain, "\n"), "recursive lock")
+	none(t, "self-deadlock", snap)
+}

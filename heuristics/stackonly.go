@@ -151,7 +151,7 @@ func (a *Analysis) loneWaiterOf(p *stacks.Process) (loneWaiter, bool) {
 	// would settle it beats none.
 	partial := !a.allThreads(p) && !fork.ok
 	ws := a.stuckLockWaiters(p)
-	if len(ws) != 1 || partial && len(p.Threads) != 1 {
+	if len(ws) != 1 || partial && threadCount(p) != 1 {
 		return loneWaiter{}, false
 	}
 	lw := loneWaiter{ref: ws[0], id: "self-deadlock", conf: Low, fork: fork, partial: partial}
@@ -163,7 +163,7 @@ func (a *Analysis) loneWaiterOf(p *stacks.Process) (loneWaiter, bool) {
 			lw.conf = Medium
 		}
 		return lw, true
-	case !a.Snap.Evidence.Lineage && len(p.Threads) == 1:
+	case !a.Snap.Evidence.Lineage && threadCount(p) == 1:
 		if d, f, ok := driverInStack(t.Stack); ok {
 			lw.id, lw.driver, lw.driverFrame = "fork-after-accelerator-init", d, f
 			return lw, true
@@ -238,7 +238,7 @@ func (a *Analysis) loneWaiterOf(p *stacks.Process) (loneWaiter, bool) {
 // another thread holds, in a process where nothing runs, is most often
 // one side of a lock-order cycle whose other side the paste cut.
 func holderElsewhere(a *Analysis, p *stacks.Process, t *stacks.Thread, partial bool) string {
-	if !partial && len(p.Threads) == 1 {
+	if !partial && threadCount(p) == 1 {
 		return "" // the whole process is this thread: a holder elsewhere exited
 	}
 	if f, ok := recursiveLockFrame(a, t); ok {
@@ -347,6 +347,9 @@ func reentryOnStack(a *Analysis, t *stacks.Thread) string {
 	if strings.Trim(asker.Func, "?") == "" || nativeRow(asker) != nil || interpreterFrame(asker) || genericFrame(k) {
 		return ""
 	}
+	if _, rec := recursiveLockFrame(a, t); rec {
+		return "" // its holder re-takes a recursive lock without waiting
+	}
 	once := false
 	for _, f := range t.Stack[:caller] {
 		if frameRole(f) == stacks.RoleOnce {
@@ -355,7 +358,7 @@ func reentryOnStack(a *Analysis, t *stacks.Thread) string {
 	}
 	for j := caller + 1; j < len(t.Stack); j++ {
 		f := t.Stack[j]
-		if funcKey(f) == k {
+		if funcKey(f) == k && (f.File == "" || asker.File == "" || f.File == asker.File) {
 			return fmt.Sprintf("`%s`, which asks for the lock at #%d, is also at #%d further down the same stack: the thread re-entered it while holding the lock", frameName(asker), caller, j)
 		}
 		if !once {
@@ -424,7 +427,7 @@ func (a *Analysis) loneWaiterDiagnosis(lw loneWaiter) Diagnosis {
 	switch {
 	case lw.partial:
 		only = "it is the only thread in the paste, the one found stuck"
-	case len(p.Threads) == 1:
+	case threadCount(p) == 1:
 		only = fmt.Sprintf("it is the only thread of process %d", p.Pid)
 	}
 	d := Diagnosis{

@@ -1011,7 +1011,14 @@ func (p *gdbParser) pyBT(l textLine) bool {
 	if strings.HasPrefix(t, "<built-in method ") || strings.HasPrefix(t, "<built-in function ") || strings.HasPrefix(t, "Waiting for the GIL") || strings.HasPrefix(t, "(frame information optimized out)") {
 		name := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(t, "<built-in method "), "<built-in function "), ">")
 		if i := strings.Index(name, " of "); i > 0 {
+			// "__enter__ of _thread.RLock object at remote 0x…": the
+			// method of a named type keeps its type (_thread.RLock.__enter__
+			// is a lock acquire; a bare __enter__ says nothing)
+			typ, _, ok := strings.Cut(strings.TrimPrefix(name[i:], " of "), " object")
 			name = name[:i]
+			if ok && typ != "module" && !strings.ContainsAny(typ, " <>") {
+				name = typ + "." + name
+			}
 		}
 		p.cur.t.Stack = append(p.cur.t.Stack, Frame{Func: name})
 		p.cur.hasAddr = append(p.cur.hasAddr, false)
