@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/hangdoc/hangdoc/attach/elfnote"
 	"github.com/hangdoc/hangdoc/attach/unwind"
 )
 
@@ -42,57 +43,22 @@ const (
 	gsBaseIdx  = 22
 )
 
-// parseNotes reads a PT_NOTE segment that sits at file offset base. Each
-// note is namesz, descsz, type, then the name and the payload, each padded
-// to the segment's alignment (4, or 8 when p_align says so).
+// parseNotes reads a PT_NOTE segment that sits at file offset base,
+// padded to align (elfnote.Walk); the CORE notes are the core's.
 func (f *File) parseNotes(data []byte, base, align uint64) error {
-	pad := uint64(4)
-	if align == 8 {
-		pad = 8
-	}
-	le := binary.LittleEndian
 	var errs []error
-	for off := uint64(0); off < uint64(len(data)); {
-		at := base + off
-		rest := uint64(len(data)) - off
-		if rest < 12 {
-			if !allZero(data[off:]) {
-				errs = append(errs, &FormatError{"note", at, "truncated"})
-			}
-			break
-		}
-		namesz, descsz := uint64(le.Uint32(data[off:])), uint64(le.Uint32(data[off+4:]))
-		typ := le.Uint32(data[off+8:])
-		descOff := alignUp(12+namesz, pad)
-		end := alignUp(descOff+descsz, pad)
-		if descOff+descsz > rest {
-			errs = append(errs, &FormatError{"note", at, "truncated"})
-			break
-		}
-		name := string(bytes.TrimRight(data[off+12:off+12+namesz], "\x00"))
-		desc := data[off+descOff : off+descOff+descsz]
-		if name == "CORE" {
-			if err := f.note(typ, desc, at); err != nil {
+	werr := elfnote.Walk(data, binary.LittleEndian, align, func(n elfnote.Note) bool {
+		if n.Name == "CORE" {
+			if err := f.note(n.Type, n.Desc, base+n.Off); err != nil {
 				errs = append(errs, err)
 			}
 		}
-		if end > rest {
-			break // the last note may lack its padding
-		}
-		off += end
+		return true
+	})
+	if te := (*elfnote.TruncatedError)(nil); errors.As(werr, &te) {
+		errs = append(errs, &FormatError{"note", base + te.Off, "truncated"})
 	}
 	return errors.Join(errs...)
-}
-
-func alignUp(n, a uint64) uint64 { return (n + a - 1) &^ (a - 1) }
-
-func allZero(b []byte) bool {
-	for _, c := range b {
-		if c != 0 {
-			return false
-		}
-	}
-	return true
 }
 
 func (f *File) note(typ uint32, desc []byte, at uint64) error {

@@ -8,7 +8,6 @@ package module
 import (
 	"bytes"
 	"debug/elf"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +16,8 @@ import (
 	"strings"
 
 	"github.com/go-delve/delve/pkg/dwarf/frame"
+
+	"github.com/hangdoc/hangdoc/attach/elfnote"
 )
 
 // ErrNotELF is wrapped by the error for a file that is not ELF at all
@@ -300,7 +301,7 @@ func buildID(ef *elf.File) string {
 			continue
 		}
 		if data, err := sectionData(s); err == nil {
-			if id := findBuildID(data, ef.ByteOrder); id != "" {
+			if id := elfnote.GNUBuildID(data, ef.ByteOrder); id != "" {
 				return id
 			}
 		}
@@ -311,31 +312,10 @@ func buildID(ef *elf.File) string {
 		}
 		data := make([]byte, p.Filesz)
 		if _, err := p.ReadAt(data, 0); err == nil {
-			if id := findBuildID(data, ef.ByteOrder); id != "" {
+			if id := elfnote.GNUBuildID(data, ef.ByteOrder); id != "" {
 				return id
 			}
 		}
-	}
-	return ""
-}
-
-const ntGNUBuildID = 3
-
-// findBuildID walks ELF notes: namesz, descsz, type, then name and desc,
-// each padded to 4 bytes.
-func findBuildID(data []byte, order interface{ Uint32([]byte) uint32 }) string {
-	for len(data) >= 12 {
-		namesz, descsz, typ := uint64(order.Uint32(data)), uint64(order.Uint32(data[4:])), order.Uint32(data[8:])
-		data = data[12:]
-		nameEnd := (namesz + 3) &^ 3
-		descEnd := nameEnd + (descsz+3)&^3
-		if descEnd > uint64(len(data)) {
-			return ""
-		}
-		if typ == ntGNUBuildID && namesz == 4 && string(data[:4]) == "GNU\x00" && descsz > 0 {
-			return hex.EncodeToString(data[nameEnd : nameEnd+descsz])
-		}
-		data = data[descEnd:]
 	}
 	return ""
 }
