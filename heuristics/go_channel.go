@@ -34,7 +34,17 @@ type goOrphan struct {
 	// creatorLeft says how the goroutine's creator left the channel
 	// behind ("goroutine 1 has left `main.get`").
 	creatorLeft string
+	// longSend: a plain send parked goLongSendMinutes or more, in a dump
+	// that does not say who made the channel (a paste of the goroutine
+	// alone), while nothing runs that could receive.
+	longSend bool
 }
+
+// goLongSendMinutes is how long a plain channel send must have waited to
+// be taken for one nobody will receive, when the dump cannot show who
+// made the channel. A receive is never judged so: timers, signals and
+// idle work queues feed receives after any wait.
+const goLongSendMinutes = 10
 
 // goOrphanedChannels finds goroutines in a channel send or receive (not a
 // select) that no live goroutine can complete: on a nil channel, or on a
@@ -53,6 +63,12 @@ func goOrphanedChannels(gp *goProc) []goOrphan {
 		return out
 	}
 	notifiers := goSignalNotifiers(gp)
+	piled := map[*gor]bool{} // a pile of them is a leak (goPastedLeaks), which says more
+	for _, l := range goPastedLeaks(gp) {
+		for _, g := range l.gs {
+			piled[g] = true
+		}
+	}
 	for _, g := range users {
 		switch {
 		case strings.Contains(g.g.Status, "(nil chan)"):
@@ -66,6 +82,10 @@ func goOrphanedChannels(gp *goProc) []goOrphan {
 			continue // before Go 1.21 a dump names no creating goroutine: any recent receive may be a signal channel
 		}
 		cr := g.g.CreatedBy.Func
+		if cr == "" && g.kind == stacks.GoWaitSend && g.g.WaitMinutes >= goLongSendMinutes && !piled[g] && !goAnyRuns(users) && !goChannelReached(users, g) {
+			out = append(out, goOrphan{g: g, longSend: true})
+			continue
+		}
 		if cr == "" {
 			continue // the main goroutine: a signal.Notify channel, a timer, … may feed it
 		}
@@ -183,6 +203,16 @@ func goChannelReached(users []*gor, g *gor) bool {
 	return false
 }
 
+// goAnyRuns: a user goroutine runs, is runnable or in a system call.
+func goAnyRuns(users []*gor) bool {
+	for _, g := range users {
+		if g.kind == goRunning {
+			return true
+		}
+	}
+	return false
+}
+
 func matchGoChannelNoPartner(a *Analysis) []Diagnosis {
 	return perGoProc(a, goOrphanedChannels, func(_ *goProc, o goOrphan) Diagnosis { return goOrphanDiagnosis(o) })
 }
@@ -215,6 +245,21 @@ func goOrphanDiagnosis(o goOrphan) Diagnosis {
 		d.Fix = fmt.Sprintf("In %s the %s has no partner left: close the channel when the senders are done (a range "+
 			"over it then ends), receive exactly as many values as were sent, or give it a buffer when the other "+
 			"side may have gone.", g.where(), verb)
+		return d
+	}
+	if o.longSend {
+		d.Confidence = Low
+		d.Summary = fmt.Sprintf("%s has waited %d minutes or more to send on %s in %s, and no goroutine of the dump "+
+			"receives from it or runs: most likely its receiver gave up", g.label(), g.g.WaitMinutes, objText("a channel", g.obj), g.where())
+		d.Chain = append(d.Chain,
+			"a plain send (not in a select) waits for a receiver; none of the goroutines shown waits to receive or runs",
+			"the usual cause: the goroutine meant to receive returned (a timeout, an error path, a cancelled context) and "+
+				"left the sender parked for ever")
+		d.Evidence = append(d.Evidence, "the dump does not say who made the channel or started this goroutine, and may "+
+			"not hold every goroutine: a full dump (SIGQUIT, or /debug/pprof/goroutine?debug=2) would show whether any "+
+			"goroutine still holds the channel")
+		d.Fix = fmt.Sprintf("In %s the send has no receiver left: make the channel buffered (make(chan T, 1)) when the "+
+			"receiver may give up, or select on the send together with a context's Done channel.", g.where())
 		return d
 	}
 	d.Summary = fmt.Sprintf("%s waits to %s %s that no live goroutine can reach: %s",

@@ -110,8 +110,8 @@ func newGor(p *stacks.Process, t *stacks.Thread) *gor {
 // isSystemGoroutine: the runtime's own goroutines, which every Go
 // program has and no user code waits for.
 func isSystemGoroutine(t *stacks.Thread) bool {
-	if t.Tid == 0 {
-		return true // an M's scheduler stack (GOTRACEBACK=system, crash)
+	if t.Tid == 0 && t.Goroutine.Status != "" {
+		return true // an M's scheduler stack (GOTRACEBACK=system, crash); a goroutine whose header a paste cut has no status
 	}
 	if strings.HasPrefix(t.Goroutine.CreatedBy.Func, "runtime.") {
 		return true // GC workers, sweeper, scavenger, finalizers, forcegc
@@ -151,7 +151,28 @@ func (g *gor) blockedForever() bool {
 	return false
 }
 
-func (g *gor) label() string { return "goroutine " + strconv.Itoa(g.t.Tid) }
+func (g *gor) label() string {
+	if g.t.Tid == 0 {
+		return "the goroutine whose header the paste cut"
+	}
+	return "goroutine " + strconv.Itoa(g.t.Tid)
+}
+
+// place is the function a goroutine is parked in, past the runtime's and
+// sync's frames: where goroutines that pile up are alike.
+func (g *gor) place() string {
+	for i := min(g.wait.Caller, len(g.t.Stack)); i < len(g.t.Stack); i++ {
+		if fn := g.t.Stack[i].Func; fn != "" && !stacks.GoMachineryFrame(fn) {
+			return fn
+		}
+	}
+	for _, f := range g.t.Stack {
+		if f.Func != "" && !stacks.GoMachineryFrame(f.Func) {
+			return f.Func
+		}
+	}
+	return ""
+}
 
 // callerFrame is the frame that asked to wait (the code that called
 // Lock, sent, waited), or the innermost frame when none is known.

@@ -37,6 +37,9 @@ type goLeak struct {
 	creator stacks.Frame // the go statement most of them came from
 	created int          // how many came from it
 	minutes int          // the median of their wait minutes
+	// pasted: found by goPastedLeaks in a few goroutines that stand for
+	// more (low confidence).
+	pasted bool
 }
 
 // goLeaks groups the user goroutines blocked for ever by their stack
@@ -95,8 +98,64 @@ func goLeaks(gp *goProc) []goLeak {
 	return out
 }
 
+// goPastedLeaks finds, in a dump too small for goLeaks (a paste of a
+// few goroutines standing for many), two goroutines or more parked in
+// one function, at least one in a plain channel send for
+// goLongSendMinutes or more, the others sending too or cut before their
+// status, and nothing running. Idle workers wait in a receive or a
+// select, never in a send: a send that waits that long has lost its
+// receiver, and several at one place are a pile.
+func goPastedLeaks(gp *goProc) []goLeak {
+	users := gp.user()
+	if len(users) >= goLeakShareMin || goAnyRuns(users) {
+		return nil
+	}
+	byPlace := map[string][]*gor{}
+	var order []string
+	for _, g := range users {
+		if g.kind != stacks.GoWaitSend && !(g.kind == "" && g.g.Status == "") {
+			continue
+		}
+		pl := g.place()
+		if pl == "" {
+			continue
+		}
+		if byPlace[pl] == nil {
+			order = append(order, pl)
+		}
+		byPlace[pl] = append(byPlace[pl], g)
+	}
+	var out []goLeak
+	for _, pl := range order {
+		gs := byPlace[pl]
+		long := -1
+		for i, g := range gs {
+			if g.kind == stacks.GoWaitSend && g.g.WaitMinutes >= goLongSendMinutes && (long < 0 || g.g.WaitMinutes > gs[long].g.WaitMinutes) {
+				long = i
+			}
+		}
+		if len(gs) < 2 || long < 0 {
+			continue
+		}
+		gs[0], gs[long] = gs[long], gs[0] // the one that says what they wait on speaks for them
+		l := goLeak{gs: gs, minutes: gs[0].g.WaitMinutes, pasted: true}
+		for _, g := range gs {
+			if cf := g.g.CreatedBy; cf.Func != "" && l.creator.Func == "" {
+				l.creator = cf
+			}
+		}
+		for _, g := range gs {
+			if g.g.CreatedBy.Func == l.creator.Func || g.g.CreatedBy.Func == "" {
+				l.created++
+			}
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
 func matchGoLeak(a *Analysis) []Diagnosis {
-	return perGoProc(a, goLeaks, goLeakDiagnosis)
+	return perGoProc(a, func(gp *goProc) []goLeak { return append(goLeaks(gp), goPastedLeaks(gp)...) }, goLeakDiagnosis)
 }
 
 func goLeakDiagnosis(gp *goProc, l goLeak) Diagnosis {
@@ -105,8 +164,8 @@ func goLeakDiagnosis(gp *goProc, l goLeak) Diagnosis {
 	pids, tids := goRefs(l.gs...)
 	d := Diagnosis{Deadlock: true, Confidence: Medium, Pids: pids, Tids: tids,
 		Refs: []string{"https://github.com/uber-go/goleak", "https://go.dev/blog/pipelines"}}
-	if l.minutes == 0 {
-		d.Confidence = Low // parked under a minute: a burst may yet drain
+	if l.minutes == 0 || l.pasted {
+		d.Confidence = Low // parked under a minute: a burst may yet drain; or a few goroutines of a paste
 	}
 	n := len(l.gs)
 	d.Summary = fmt.Sprintf("%d goroutines are parked at one place (%s) in %s", n, g.g.Status, g.where())
@@ -115,6 +174,24 @@ func goLeakDiagnosis(gp *goProc, l goLeak) Diagnosis {
 	}
 	if l.minutes > 0 {
 		d.Summary += fmt.Sprintf(", for %d minutes or more (median)", l.minutes)
+	}
+	if l.pasted {
+		d.Summary = fmt.Sprintf("goroutines pile up in `%s`: %d of the dump are parked there, %s for %d minutes or more in a "+
+			"channel send no goroutine of the dump receives", frameName(stacks.Frame{Func: g.place()}), n, g.label(), l.minutes)
+		d.Chain = append(d.Chain, g.label()+" "+g.waitText())
+		for _, o := range l.gs[1:] {
+			d.Chain = append(d.Chain, fmt.Sprintf("%s is parked in the same function (%s)", o.label(), goUserFrames(o.t.Stack, 0, 2)))
+		}
+		if l.creator.Func != "" {
+			d.Chain = append(d.Chain, fmt.Sprintf("they were started by %s", frameAt(l.creator)))
+		}
+		d.Chain = append(d.Chain, "a send that waits that long has lost its receiver; several parked at one place are a pile that grows with each call")
+		d.Evidence = append(d.Evidence, g.stackLine(),
+			"the dump holds a few goroutines standing for more (a paste): a full dump (SIGQUIT, or "+
+				"/debug/pprof/goroutine?debug=1, which counts the goroutines at each stack) shows how many pile up")
+		d.Fix = fmt.Sprintf("The goroutines parked in `%s` never end: make the channel they send on buffered when its reader may "+
+			"leave, or select on the send together with a context's Done channel; test for leaks with go.uber.org/goleak.", g.place())
+		return d
 	}
 	d.Chain = append(d.Chain,
 		fmt.Sprintf("%d of %d goroutines of the program wait here, same stack: %s", n, len(gp.user()),

@@ -73,8 +73,8 @@ func goHolders(gp *goProc, objs map[uint64]bool) map[uint64][]goLockStep {
 		best := map[*gor]holdEvidence{}
 		for i := sort.Search(len(ptrs), func(i int) bool { return ptrs[i].v >= lo }); i < len(ptrs) && ptrs[i].v <= obj; i++ {
 			p := ptrs[i]
-			if p.g.obj == obj && isGoLockWait(p.g.kind) {
-				continue // it waits for obj: the pointer is the one it locks
+			if isGoLockWait(p.g.kind) && (p.g.obj == obj || p.v == p.g.obj) {
+				continue // it waits for obj, or the pointer is the lock it waits for: a mutex, not a struct around obj
 			}
 			h := holdEvidence{frame: p.frame, arg: p.v, exact: p.v == obj}
 			if old, ok := best[p.g]; !ok || h.exact && !old.exact || h.exact == old.exact && h.frame > old.frame {

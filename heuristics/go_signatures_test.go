@@ -350,3 +350,52 @@ func TestGoHoldAndWait(t *testing.T) {
 		}
 	}
 }
+
+// TestGoLongSendPasted (hand-written pastes): a goroutine alone, parked
+// in a plain channel send for hours, as Delve's `goroutines -t` lists it
+// (no creator, no channel address): its receiver gave up, said with low
+// confidence. A receive parked as long is an idle worker, and a send
+// parked a few minutes may yet be taken: neither is claimed.
+func TestGoLongSendPasted(t *testing.T) {
+	delve := func(status string) string {
+		return "  Goroutine 31 - User: /src/pump.go:40 main.(*pump).forward (0x4a1b2c) [" + status + "]\n" +
+			"\t0  0x000000000043f725 in runtime.gopark\n\t    at /usr/lib/golang/src/runtime/proc.go:337\n" +
+			"\t1  0x000000000040be5a in runtime.chansend\n\t    at /usr/lib/golang/src/runtime/chan.go:257\n" +
+			"\t2  0x000000000040bbb5 in runtime.chansend1\n\t    at /usr/lib/golang/src/runtime/chan.go:143\n" +
+			"\t3  0x00000000004a1b2c in main.(*pump).forward\n\t    at /src/pump.go:40\n"
+	}
+	ds := diagnoseGoText(t, delve("chan send 2h3m4.5s"))
+	if d := ds[0]; d.ID != "channel-no-partner" || d.Confidence != heuristics.Low || fmt.Sprint(d.Tids) != "[31]" ||
+		!strings.Contains(d.Summary, "123 minutes") || !strings.Contains(d.Summary, "main.(*pump).forward") {
+		t.Errorf("got %s %s %v: %s\nall: %s", d.ID, d.Confidence, d.Tids, d.Summary, goIDs(ds))
+	}
+	for _, status := range []string{"chan send 4m0s", "chan receive 2h3m4.5s"} {
+		text := delve(status)
+		if strings.Contains(status, "receive") {
+			text = strings.ReplaceAll(strings.ReplaceAll(text, "chansend1", "chanrecv1"), "chansend", "chanrecv")
+		}
+		for _, d := range diagnoseGoText(t, text) {
+			if d.ID == "channel-no-partner" {
+				t.Errorf("%s: %s %s: %s", status, d.ID, d.Confidence, d.Summary)
+			}
+		}
+	}
+}
+
+// TestGoPastedLeak (hand-written pastes): a paste that begins inside a
+// goroutine (its header cut) and then shows one goroutine parked for 49
+// minutes sending in the same function: two of a pile, a leak (low). The
+// sender alone is a send without a receiver instead.
+func TestGoPastedLeak(t *testing.T) {
+	send := with([]string{"runtime.gopark(0x1?) /go/src/runtime/proc.go:462", "runtime.chansend(0xc000200000, 0xc000051f00, 0x1) /go/src/runtime/chan.go:283",
+		"runtime.chansend1(0x1?, 0x2?) /go/src/runtime/chan.go:161"}, "main.(*conn).readLoop(0xc000100000) /src/conn.go:66")
+	cut := "main.(*conn).readLoop(0xc000100400)\n\t/src/conn.go:66 +0xd2\ncreated by main.serve in goroutine 1\n\t/src/conn.go:39 +0x1\n\n"
+	one := gr(4711, "chan send, 49 minutes", "", send...)
+	ds := diagnoseGoText(t, cut+one)
+	if d := ds[0]; d.ID != "goroutine-leak" || d.Confidence != heuristics.Low || len(d.Tids) != 2 || !strings.Contains(d.Summary, "main.(*conn).readLoop") {
+		t.Errorf("got %s %s %v: %s\nall: %s", d.ID, d.Confidence, d.Tids, d.Summary, goIDs(ds))
+	}
+	if d := diagnoseGoText(t, one)[0]; d.ID != "channel-no-partner" || d.Confidence != heuristics.Low {
+		t.Errorf("the sender alone: %s %s: %s", d.ID, d.Confidence, d.Summary)
+	}
+}

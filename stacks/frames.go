@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // The frame-list reader: the last resort for a paste no tool's reader
@@ -37,8 +38,11 @@ var (
 	flFileOnlyRE = regexp.MustCompile(`^File: '(\S+?):(\d+)'$`)
 	flBlockedRE  = regexp.MustCompile(`^Thread: (\d+) waits for thread: (\d+)`)
 	flRankRE     = regexp.MustCompile(`^\[\d+\]\s+`)
-	flThreadRE   = regexp.MustCompile(`\b(?:[Tt]hread|[Gg]oroutine|LWP|tid|TID)[ #=:]*(\d+)`)
-	flEntryFunc  = map[string]bool{"main": true, "_start": true, "start_thread": true, "clone": true, "clone3": true, "__libc_start_main": true, "runtime.main": true, "runtime.goexit": true, "<module>": true}
+	// Delve's `goroutines -t`: "Goroutine 200 - User: file:line func (0x…)
+	// [chan send 3h2m1.5s]" (a "*" marks the current one).
+	flDelveRE   = regexp.MustCompile(`^\*?\s*Goroutine (\d+) - \w+: .*\[([a-zA-Z][^\]]*?)(?: (\d[\d.hmsuµn]*s))?\]$`)
+	flThreadRE  = regexp.MustCompile(`\b(?:[Tt]hread|[Gg]oroutine|LWP|tid|TID)[ #=:]*(\d+)`)
+	flEntryFunc = map[string]bool{"main": true, "_start": true, "start_thread": true, "clone": true, "clone3": true, "__libc_start_main": true, "runtime.main": true, "runtime.goexit": true, "<module>": true}
 )
 
 // sniffFrames counts the lines that read as frames.
@@ -282,6 +286,14 @@ func (p *flParser) end() {
 		t.Name = clipText(strings.TrimSuffix(p.header, ":"), 120)
 		if m := flThreadRE.FindStringSubmatch(p.header); m != nil {
 			t.Tid, _ = strconv.Atoi(m[1])
+		}
+		if m := flDelveRE.FindStringSubmatch(p.header); m != nil {
+			// A goroutine as Delve lists it: its wait reason and how long.
+			g := &Goroutine{ID: t.Tid, Status: m[2]}
+			if d, err := time.ParseDuration(strings.ReplaceAll(m[3], "µ", "u")); err == nil && m[3] != "" {
+				g.WaitMinutes = int(d.Minutes())
+			}
+			t.Goroutine, t.State, t.Name = g, GoroutineState(g.Status), "goroutine "+m[1]
 		}
 	}
 	p.proc.Threads = append(p.proc.Threads, t)

@@ -73,14 +73,15 @@ const (
 )
 
 type goParser struct {
-	procs  []*Process
-	proc   *Process
-	seen   map[int]*Thread // goroutine id → thread of proc (id 0 excluded: one per M)
-	cur    *Thread         // goroutine being read; nil outside one
-	drop   bool            // cur repeats a goroutine already read: read its lines, keep nothing
-	frames []Frame         // cur's frames so far; its Stack when the next goroutine starts
-	pend   *goPending      // &pbuf while a line waits for its location, else nil
-	pbuf   goPending
+	procs    []*Process
+	proc     *Process
+	seen     map[int]*Thread // goroutine id → thread of proc (id 0 excluded: one per M)
+	cur      *Thread         // goroutine being read; nil outside one
+	drop     bool            // cur repeats a goroutine already read: read its lines, keep nothing
+	cutFirst bool            // the input began inside a goroutine (cutGoroutine)
+	frames   []Frame         // cur's frames so far; its Stack when the next goroutine starts
+	pend     *goPending      // &pbuf while a line waits for its location, else nil
+	pbuf     goPending
 
 	ancestor     bool // in an "[originating from goroutine N]:" block of cur
 	panicText    bool // after "panic:"/"fatal error:": indented lines belong to the message
@@ -187,6 +188,11 @@ func (p *goParser) dispatch(l textLine) {
 			f.PC, _ = strconv.ParseUint(strings.TrimPrefix(t[len("non-Go function at pc="):], "0x"), 16, 64)
 			p.addFrame(f)
 			return
+		}
+	}
+	if p.cur == nil && p.proc == nil && len(p.procs) == 0 && l.indent == 0 {
+		if f, _, _, ok := parseGoCall(t); ok && isGoFuncName(f.Func) {
+			p.cutGoroutine(l)
 		}
 	}
 	if p.cur != nil {
@@ -571,6 +577,19 @@ func (p *goParser) setCur(th *Thread, drop bool) {
 	p.cur, p.drop = th, drop
 }
 
+// cutGoroutine starts the goroutine a paste begins inside of: frames
+// before the first header (an excerpt cut above them) are the end of a
+// goroutine whose id and status are lost. Its Tid is 0 and its status
+// "": the heuristics tell it from an M's stack, which has a status.
+func (p *goParser) cutGoroutine(l textLine) {
+	p.startProcess()
+	p.cutFirst = true
+	th := &Thread{Name: "goroutine (header cut)", State: "S", Goroutine: &Goroutine{}}
+	p.proc.Threads = append(p.proc.Threads, th)
+	p.setCur(th, false)
+	p.threadNote(fmt.Sprintf("line %d: the paste starts inside this goroutine: its header (id, status) is not in it", l.no))
+}
+
 func (p *goParser) startProcess() {
 	p.proc = &Process{}
 	p.seen = map[int]*Thread{}
@@ -584,8 +603,8 @@ func (p *goParser) endProcess() {
 	p.setCur(nil, false)
 	pr := p.proc
 	p.proc, p.seen = nil, nil
-	if pr == nil || len(pr.Threads) == 0 {
-		return
+	if pr == nil || len(pr.Threads) == 0 || len(pr.Threads) == 1 && p.cutFirst && pr.Threads[0].Goroutine.Status == "" && pr.Threads[0].Tid == 0 {
+		return // nothing, or only frames no header followed: not a goroutine dump
 	}
 	for _, th := range pr.Threads {
 		if th.Stack == nil {
