@@ -210,7 +210,9 @@ func signalSplit(stack []stacks.Frame) (handlerEnd, below int, byName, ok bool) 
 	}
 	for i := len(stack) - 1; i >= 0; i-- {
 		if frameRole(stack[i]) == stacks.RoleStackTrace {
-			if i+1 < len(stack) && !namedFrom(stack, i+1) {
+			// no thread starts in a stack capture: a stack that ends
+			// there, or in frames without names, was cut
+			if !namedFrom(stack, i+1) {
 				return i + 1, i + 1, true, true
 			}
 			break

@@ -95,6 +95,8 @@ var libHangs = []libHang{
 		ids: []string{"self-deadlock"}, threads: []string{"loader"}},
 	{name: "TcmallocSignalHandler", argv: native("tcmalloc_sighandler.c", "libtcmalloc"),
 		ids: []string{"signal-handler-reentry"}, threads: []string{"grower"}, says: []string{"on_sigusr1"}},
+	{name: "TcmallocHookReentry", argv: native("tcmalloc_hook_reentry.c", "libtcmalloc"),
+		ids: []string{"self-deadlock"}, threads: []string{"grower"}, says: []string{"record_mapping", "allocator"}},
 	{name: "JemallocSignalHandler", argv: native("jemalloc_sighandler.c", "jemalloc"),
 		ids: []string{"signal-handler-reentry"}, threads: []string{"churner"}, says: []string{"on_sigusr1"}, worker: true},
 	{name: "GlibcTzsetSignalHandler", argv: native("glibc_tzset_sighandler.c"),

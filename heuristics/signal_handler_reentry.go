@@ -170,8 +170,11 @@ func matchSignalReentry(a *Analysis) []Diagnosis {
 			interrupted = frameName(t.Stack[r.below])
 		}
 		asker := handler
-		if r.caller < r.sig {
-			asker = frameName(t.Stack[r.caller])
+		for i := r.caller; i < r.sig; i++ {
+			if strings.Trim(t.Stack[i].Func, "?") != "" {
+				asker = frameName(t.Stack[i]) // the first named frame: a stripped library's internals say nothing
+				break
+			}
 		}
 		d := Diagnosis{Deadlock: true, Refs: []string{
 			"https://man7.org/linux/man-pages/man7/signal-safety.7.html",

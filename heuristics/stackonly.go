@@ -200,15 +200,20 @@ func (a *Analysis) loneWaiterOf(p *stacks.Process) (loneWaiter, bool) {
 		return lw, true
 	}
 	lw.others = otherThreadsShown(a, p, t)
-	if fam := allocatorOfWait(t); fam != "" && !a.Snap.Evidence.Lineage {
+	if fam := allocatorOfWait(t); fam != "" {
 		// An allocator holds its lock only while it runs and waits for
 		// nothing inside: a waiter that no thread here releases is in a
 		// child whose parent had another thread inside the allocator at
 		// fork(), or re-entered the allocator itself (a hook, an
 		// exception allocated mid-allocation, an unwinder). A process the
-		// dump shows with other threads is no forked child's lone thread.
+		// dump shows with other threads, or whose lineage says it is no
+		// fork child, is no forked child's lone thread.
 		lw.allocator = fam
-		if lw.others == "" {
+		if why := allocatorReentry(t); why != "" {
+			lw.reentry, lw.conf = why, Medium
+		} else if a.Snap.Evidence.Lineage && lw.others == "" {
+			lw.others = "the process's lineage was read: it is no forked child"
+		} else if lw.others == "" {
 			lw.id = "fork-inherited-lock"
 		}
 		return lw, true
@@ -506,7 +511,13 @@ func (a *Analysis) loneWaiterDiagnosis(lw loneWaiter) Diagnosis {
 		} else if lw.allocator != "" {
 			d.Summary = fmt.Sprintf("%s waits for %s in %s, an allocator's own lock, which no other thread in sight holds, and the process is no forked child's lone thread (%s): an allocator holds its lock only while it runs, so the holder is most likely this thread, which re-entered the allocator",
 				threadLabel(t), lock, site, lw.others)
-			d.Chain = []string{waits, only, lw.others,
+			why := lw.others
+			if lw.reentry != "" {
+				d.Summary = fmt.Sprintf("%s waits for %s in %s, an allocator's own lock, which it holds already: %s",
+					threadLabel(t), lock, site, lw.reentry)
+				why = lw.reentry
+			}
+			d.Chain = []string{waits, only, why,
 				"an allocator takes this lock only inside its own functions and waits for nothing while it holds it: a thread that never gets it is waiting for itself",
 				"the allocator was re-entered on this thread while it held the lock: from a hook it calls (an interposed pthread or malloc hook that allocates), an exception allocated mid-allocation (__cxa_allocate_exception), an unwinder, or a signal handler"}
 			d.Fix = "Keep the allocator from being entered again while it runs: a hook or interposer it calls (a malloc or pthread hook, a profiler's or tracer's wrapper) must not allocate, nor throw, and a signal handler must not allocate (signal-safety(7)); fixes of this kind are usually in the hook's library (allocate its buffers up front) or in the allocator (drop the lock before calling out)."

@@ -1,0 +1,95 @@
+package heuristics
+
+// An allocator re-entered on its own thread. An allocator takes its
+// locks only inside its own functions and waits for nothing while it
+// holds them, so a thread that waits for an allocator's lock nobody in
+// sight holds is most often the holder itself: the allocator called out
+// with the lock held (a malloc hook, an mmap/sbrk hook, an interposed
+// pthread function, the unwinder of an exception thrown mid-allocation)
+// and the code it called allocated again. When the stack shows both
+// entries, the allocator's frames are on it twice with the program's code
+// between: the inner entry waits, the outer one holds.
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/hangdoc/hangdoc/stacks"
+)
+
+// allocatorModules are the shared objects whose every function is the
+// allocator's (its internals carry no name the vocabulary knows: a
+// system allocator, a hook dispatcher).
+var allocatorModules = []string{"libtcmalloc", "libjemalloc", "libmimalloc"}
+
+// allocatorSources are words of the directories of allocators' sources
+// (a dump with line info names the file even of inlined internals):
+// jemalloc's include/jemalloc, gperftools' tree, glibc's malloc/.
+var allocatorSources = []string{"jemalloc", "tcmalloc", "gperftools", "mimalloc"}
+
+// allocatorFrame: a frame of the allocator, by the vocabulary (malloc's
+// functions, an allocator's own lock functions), by jemalloc's prefix
+// of every internal function, by its module or by its source file.
+func allocatorFrame(f stacks.Frame) bool {
+	if strings.HasPrefix(funcKey(f), "je_") {
+		return true
+	}
+	dirs := strings.Split(strings.ToLower(filepath.ToSlash(filepath.Dir(f.File))), "/")
+	for _, d := range dirs {
+		if d == "malloc" {
+			return true
+		}
+		for _, w := range allocatorSources {
+			if strings.Contains(d, w) {
+				return true
+			}
+		}
+	}
+	if heldFamily(f) == "malloc" {
+		return true
+	}
+	if r := nativeRow(f); r != nil && r.Role.IsLock() && strings.Contains(r.Library, "malloc") {
+		return true
+	}
+	base := filepath.Base(f.Module)
+	for _, m := range allocatorModules {
+		if strings.HasPrefix(base, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// allocatorReentry says how a thread waiting for an allocator's lock
+// shows the allocator twice on its stack, "" when it does not: from the
+// frame that asked for the lock, the allocator's frames (the inner entry),
+// then code of the program's (what the allocator called out to), then the
+// allocator again (the outer entry, which holds the lock).
+func allocatorReentry(t *stacks.Thread) string {
+	_, caller := waitOf(t)
+	st := t.Stack
+	i, inner := caller, -1
+	for ; i < len(st) && (allocatorFrame(st[i]) || strings.Trim(st[i].Func, "?") == ""); i++ {
+		if allocatorFrame(st[i]) && (inner < 0 || st[inner].Func == "" && st[i].Func != "") {
+			inner = i // the first named one
+		}
+	}
+	if inner < 0 {
+		return ""
+	}
+	out := -1
+	for ; i < len(st) && !allocatorFrame(st[i]); i++ {
+		if st[i].Signal || isThreadStart(st[i]) {
+			return ""
+		}
+		if out < 0 && strings.Trim(st[i].Func, "?") != "" {
+			out = i
+		}
+	}
+	if out < 0 || i >= len(st) {
+		return ""
+	}
+	return fmt.Sprintf("the allocator is on the stack twice: `%s` (#%d) waits for the lock, called from `%s` (#%d), which the allocator itself called from `%s` (#%d) while it held the lock",
+		frameName(st[inner]), inner, frameName(st[out]), out, frameName(st[i]), i)
+}
