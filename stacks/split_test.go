@@ -81,7 +81,7 @@ var representatives = []string{
 	"gdb/abba.txt", "gdb/sighandler_bt_noaddr.txt", "lldb/mutex_o2.txt", "lldb/abba_tba.txt", "eu-stack/mutex_o2.txt",
 	"goroutines/abba_sigquit.txt", "faulthandler/lock_sigabrt.txt", "py-spy/lock.txt",
 	"hangdoc-json/pyfork_lock_attach.json", "sample/mlx_fence_spin.txt", "spindump/mutex_o2_heavy.txt",
-	"jstack/monitor_abba.txt", "jstack/jcmd_thread_print_monitor.txt", "pprof-goroutine/abba_debug1.txt",
+	"jstack/monitor_abba.txt", "jstack/jcmd_thread_print_monitor.txt", "pprof-goroutine/abba_debug1.txt", "delve/abba_stack_full.txt",
 }
 
 // pairFloor is the share of the sampled pairs of all stored dumps that
