@@ -6,8 +6,12 @@ package heuristics_test
 // is made by the test from the real dump, not written by hand.
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/hangdoc/hangdoc/heuristics"
 	"github.com/hangdoc/hangdoc/internal/patient"
@@ -114,6 +118,42 @@ func TestCrashReportReentryPastes(t *testing.T) {
 	top("whole dump", diagnosePaste(t, "whole dump", dump), "signal-handler-reentry", heuristics.Medium, "on_fatal")
 	cut := threadBlock(t, dump, `"grower"`, "on_fatal")
 	top("cut below print_stacktrace", diagnosePaste(t, "cut below print_stacktrace", cut), "signal-handler-reentry", heuristics.Low, "print_stacktrace", "crash handler")
+}
+
+// A multiprocessing worker forked while a parent thread held a buffered
+// file's lock (blocked writing to a full pipe) flushes the file and waits
+// for ever. The worker's stack as faulthandler prints it in the worker
+// (the parent registered it on SIGUSR1 before the fork) has Python
+// frames only: the fork is read from multiprocessing's frames, the wait
+// from the flush the thread stopped in.
+func TestFaulthandlerFlushForkPaste(t *testing.T) {
+	patient.RequireTool(t, patient.Python)
+	dumpFile := filepath.Join(t.TempDir(), "faulthandler.txt")
+	p := patient.Start(t, patient.Python, patient.Build(t, "py_flush_fork.py"), dumpFile)
+	child := p.Int(t, "child")
+	if err := syscall.Kill(child, syscall.SIGUSR1); err != nil {
+		t.Fatalf("SIGUSR1 to the worker %d: %v", child, err)
+	}
+	var dump string
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		b, _ := os.ReadFile(dumpFile)
+		if dump = string(b); strings.Contains(dump, "in <module>") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no faulthandler dump from the worker in 10 s: %q", dump)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	ds := diagnosePaste(t, "worker's faulthandler dump", dump)
+	if len(ds) == 0 || ds[0].ID != "fork-inherited-lock" || ds[0].Confidence != heuristics.Low {
+		t.Fatalf("got %v, want fork-inherited-lock (low)", verdicts(ds))
+	}
+	for _, s := range []string{"forked child", "flush_journal", "buffer lock"} {
+		if !strings.Contains(ds[0].Summary, s) {
+			t.Errorf("summary does not say %q: %s", s, ds[0].Summary)
+		}
+	}
 }
 
 func verdicts(ds []heuristics.Diagnosis) []string {
