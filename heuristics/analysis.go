@@ -262,6 +262,9 @@ func (a *Analysis) findStuckLockWaiters(p *stacks.Process) []ThreadRef {
 	}
 	var waiters []ThreadRef
 	for _, t := range distinctThreads(p) {
+		if toolClaimName(t.Name) {
+			return nil // a detector's report: where locks were taken, not threads blocked now
+		}
 		class, caller := a.wait(t)
 		// A Python lock is the lock behind Event and Condition too: a lock
 		// only in a forked child, where nobody can release it, when the

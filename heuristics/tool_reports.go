@@ -51,6 +51,16 @@ type toolClaim struct {
 	frame stacks.Frame
 }
 
+// toolClaimName: a thread's name is a detector's lock-order claim.
+func toolClaimName(name string) bool {
+	for _, c := range lockOrderClaims {
+		if c.re.MatchString(name) {
+			return true
+		}
+	}
+	return false
+}
+
 // findToolClaims returns the threads whose header is a detector's
 // lock-order claim and whose stack shows a frame of the program.
 func findToolClaims(a *Analysis) []toolClaim {

@@ -13,7 +13,8 @@ import (
 // knows, which still holds stacks. People abridge stacks by hand (one
 // function a line, a tree drawn with └─), and tools hangdoc has no reader
 // for print them plainly: Abseil's and glog's "@ 0x… func", bcc's
-// deadlock detector ("0x… func"), gdb frames without their "#N", Arm
+// deadlock detector ("0x… func"), the sanitizers' reports (TSan's
+// lock-order-inversion: "#0 func file:line (module+0x…)"), gdb frames without their "#N", Arm
 // DDT's merged-stack CSV ("procs,threads,func (file:line)"), Delve's
 // "N  0x… in func / at file:line". Every run of frame lines is a thread,
 // named by the line before it; a tree whose first frame is an entry point
@@ -40,7 +41,11 @@ var (
 	flRankRE     = regexp.MustCompile(`^\[\d+\]\s+`)
 	// Delve's `goroutines -t`: "Goroutine 200 - User: file:line func (0x…)
 	// [chan send 3h2m1.5s]" (a "*" marks the current one).
-	flDelveRE   = regexp.MustCompile(`^\*?\s*Goroutine (\d+) - \w+: .*\[([a-zA-Z][^\]]*?)(?: (\d[\d.hmsuµn]*s))?\]$`)
+	flDelveRE = regexp.MustCompile(`^\*?\s*Goroutine (\d+) - \w+: .*\[([a-zA-Z][^\]]*?)(?: (\d[\d.hmsuµn]*s))?\]$`)
+	// the sanitizers' symbolized frame: "#1 t1 /tmp/x.c:4 (x+0x11df)",
+	// "0 pthread_mutex_lock <null> (app+0x42f3e5)", a C++ signature with
+	// spaces, a column after the line, a BuildId after the module
+	flSanRE     = regexp.MustCompile(`^#?\d+\s+(\S.*?)\s+(?:<null>|(\S+?):(\d+)(?::\d+)?)\s+\(([^()\s]+?)\+0x([0-9a-fA-F]+)\)(?:\s+\(BuildId: [0-9a-fA-F]+\))?$`)
 	flThreadRE  = regexp.MustCompile(`\b(?:[Tt]hread|[Gg]oroutine|LWP|tid|TID)[ #=:]*(\d+)`)
 	flEntryFunc = map[string]bool{"main": true, "_start": true, "start_thread": true, "clone": true, "clone3": true, "__libc_start_main": true, "runtime.main": true, "runtime.goexit": true, "<module>": true}
 )
@@ -71,6 +76,11 @@ func frameListLine(t string) (Frame, bool) {
 	if m := flSymsRE.FindStringSubmatch(t); m != nil {
 		pc, _ := strconv.ParseUint(m[3], 16, 64)
 		return Frame{Func: Demangle(m[2]), Module: m[1], PC: pc}, true
+	}
+	if m := flSanRE.FindStringSubmatch(t); m != nil {
+		line, _ := strconv.Atoi(m[3])
+		pc, _ := strconv.ParseUint(m[5], 16, 64)
+		return Frame{Func: m[1], File: m[2], Line: line, Module: m[4], PC: pc}, true
 	}
 	if m := flFileOnlyRE.FindStringSubmatch(t); m != nil {
 		line, _ := strconv.Atoi(m[2])
