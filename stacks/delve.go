@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Delve's terminal output (dlv attach, dlv core, dlv debug): the
@@ -25,7 +26,8 @@ import (
 // Each goroutine becomes a Thread as the runtime's own dump gives it
 // (Tid the goroutine id, Goroutine.Status the wait reason in brackets).
 // The number after the wait reason is the runtime's clock when the wait
-// began, not how long it lasted: no wait times. Without brackets a
+// began, not how long it lasted: no wait times (an older delve printed a
+// duration: Goroutine.WaitMinutes). Without brackets a
 // goroutine was not waiting: "running" when it is on a thread, else
 // "runnable". Delve prints an inlined call with the PC of the frame it
 // was inlined into: such frames are Inlined. `stack -full` prints
@@ -50,7 +52,7 @@ var (
 	dlvPtrRE    = regexp.MustCompile(`^\((?:"[^"]+"|[^()]+)\)\((0x[0-9a-f]+)\)$`)
 	// the wait began at this time of the runtime's clock (delve v1.2x),
 	// or as a duration of that clock (older delve)
-	dlvSinceRE = regexp.MustCompile(` (?:\d+|[\dhms.]+s)$`)
+	dlvSinceRE = regexp.MustCompile(` (?:\d+|\d[\d.hmsuµn]*s)$`)
 	dlvSniffRE = regexp.MustCompile(`(?m)^[\s>]*(?:\(dlv\) )?(?:\* )?Goroutine \d+ - (?:User|Runtime|Go|Start): \S+:\d+ |^[\s>]*(?:\(dlv\) )?\d+\s+0x[0-9a-f]{16} in \S+\r?\n[\s>]*at \S+:\d+`)
 )
 
@@ -198,6 +200,10 @@ func (p *dlvParser) header(m []string) {
 	switch {
 	case m[7] != "":
 		g.Status = dlvSinceRE.ReplaceAllString(m[7], "")
+		since := strings.TrimPrefix(m[7], g.Status+" ")
+		if d, err := time.ParseDuration(strings.ReplaceAll(since, "µ", "u")); err == nil && since != m[7] {
+			g.WaitMinutes = int(d.Minutes()) // an older delve's duration
+		}
 	case m[6] != "":
 		g.Status = "running" // on a thread, no wait reason
 	default:
