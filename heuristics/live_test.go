@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -180,15 +181,45 @@ func funcName(f stacks.Frame) string {
 // innermost first (others may come between).
 func wantFrames(t *testing.T, th *stacks.Thread, funcs ...string) {
 	t.Helper()
+	if !hasFramesInOrder(th.Stack, funcs) {
+		t.Errorf("evidence: thread %d %q: stack lacks %q in order:\n%s", th.Tid, th.Name, funcs, stackString(th.Stack))
+	}
+}
+
+// loadAverage is the machine's 1-minute load average.
+func loadAverage() (float64, bool) {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0, false
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	return v, err == nil
+}
+
+// wantFramesInASample is wantFrames for a running thread: some sample's
+// stack has funcs in order.
+func wantFramesInASample(t *testing.T, th *stacks.Thread, funcs ...string) {
+	t.Helper()
+	for _, s := range th.Samples {
+		if hasFramesInOrder(s.Stack, funcs) {
+			return
+		}
+	}
+	t.Errorf("evidence: thread %d %q: no sample of %d has %q in order; last:\n%s", th.Tid, th.Name, len(th.Samples), funcs, stackString(th.Stack))
+}
+
+func hasFramesInOrder(st []stacks.Frame, funcs []string) bool {
 	i := 0
-	for _, f := range th.Stack {
+	for _, f := range st {
 		if i < len(funcs) && funcName(f) == funcs[i] {
 			i++
 		}
 	}
-	if i < len(funcs) {
-		t.Errorf("evidence: thread %d %q: stack lacks %q (in order %q):\n%s", th.Tid, th.Name, funcs[i], funcs, stackString(th.Stack))
-	}
+	return i == len(funcs)
 }
 
 func stackString(st []stacks.Frame) string {
@@ -690,10 +721,18 @@ func TestLiveControlBusy(t *testing.T) {
 			t.Errorf("evidence: cruncher %d: no CPU, want a busy thread's", tid)
 		}
 		total += th.CPU
-		wantFrames(t, th, "crunch_level", "cruncher_main")
+		// A running thread can be caught between two calls (in
+		// cruncher_main itself, seen once in 20 runs under load): one
+		// sample with the computation on its stack is what shows it.
+		wantFramesInASample(t, th, "crunch_level", "cruncher_main")
 	}
-	if total < 10 {
-		t.Errorf("evidence: the crunchers used %.0f%% CPU together, want a busy process's (≥ 10%%)", total)
+	// Two crunchers get at least a tenth of a core under `stress --cpu 2`
+	// (the CI condition); when the machine is loaded beyond twice its
+	// cores (a developer box at load 20 gave them 4-9% together), their
+	// share says nothing about the measurement and only CPU > 0 is
+	// asserted.
+	if load, ok := loadAverage(); total < 10 && (!ok || load < 2*float64(runtime.NumCPU())) {
+		t.Errorf("evidence: the crunchers used %.0f%% CPU together at load %.1f, want a busy process's (≥ 10%%)", total, load)
 	}
 	l.wantNoDeadlock(t)
 	if find := l.find("spin-wait-starved"); find != nil {
