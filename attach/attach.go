@@ -125,11 +125,8 @@ sampling:
 	}
 	wall := time.Since(start)
 	for _, tg := range targets {
-		if err := tg.finish(wall); err != nil {
+		if err := tg.finish(wall, &snap.Evidence); err != nil {
 			return nil, Stats{}, pidError(tg.pid, err)
-		}
-		if tg.python != nil && tg.python.gil {
-			snap.Evidence.GIL = true // who holds the GIL was read (python.go)
 		}
 	}
 	return snap, Stats{Stops: s.stops, MaxHeld: s.maxHeld, Wall: wall}, nil
@@ -188,8 +185,8 @@ func openTargetWith(pid int, opts Options) (*target, error) {
 		proc.Notes = append(proc.Notes, muslNote)
 	}
 	tg.lineage()
-	tg.openGo(opts.GoWithoutDWARF)
-	if tg.golang == nil {
+	tg.openRuntime(opts)
+	if tg.runtime == nil || !tg.runtime.ownStacks() {
 		warmSymbols(space, pid, exe)
 	}
 	return tg, nil
@@ -223,8 +220,9 @@ func warmSymbols(space *module.Space, pid int, exe string) {
 	}
 }
 
-// finish computes per-thread figures once sampling is over.
-func (tg *target) finish(wall time.Duration) error {
+// finish computes per-thread figures once sampling is over; the
+// runtime's reader finishes first, and says what evidence it read in ev.
+func (tg *target) finish(wall time.Duration, ev *stacks.Evidence) error {
 	if len(tg.proc.Threads) == 0 {
 		return fmt.Errorf("%w: pid %d", ErrProcessGone, tg.pid)
 	}
@@ -235,11 +233,8 @@ func (tg *target) finish(wall time.Duration) error {
 		tg.proc.Exited = true
 		tg.proc.Notes = append(tg.proc.Notes, "the process exited during sampling; what was read before is shown")
 	}
-	if tg.golang != nil {
-		tg.golang.finish(wall)
-	}
-	if !tg.exited {
-		tg.readJVM() // jvm.go
+	if tg.runtime != nil {
+		tg.runtime.finish(tg, wall, ev)
 	}
 	for _, acc := range tg.threads {
 		acc.t.CPU = float64(acc.ticks) / clockTicks / wall.Seconds() * 100

@@ -150,12 +150,15 @@ func Core(path string, opts CoreOptions) (snap *stacks.Snapshot, err error) {
 		Evidence:  stacks.Evidence{Owners: true, Syscalls: true},
 		Processes: []*stacks.Process{proc},
 	}
-	if read, note := goCore(cf, mods, mem, proc, threads, opts); read {
-		proc.Notes = append(notes, proc.Notes...)
-		proc.Notes = append(proc.Notes, signalNote(threads)...)
-		return snap, nil
-	} else if note != "" {
-		notes = append(notes, note)
+	c := &coreProcess{cf: cf, mods: mods, mem: mem, proc: proc, threads: threads, opts: opts}
+	for _, rt := range runtimes {
+		if read, note := rt.coreThreads(c); read {
+			proc.Notes = append(notes, proc.Notes...)
+			proc.Notes = append(proc.Notes, signalNote(threads)...)
+			return snap, nil
+		} else if note != "" {
+			notes = append(notes, note)
+		}
 	}
 	var paths []string
 	for _, m := range cf.Mappings {
@@ -197,8 +200,20 @@ func Core(path string, opts CoreOptions) (snap *stacks.Snapshot, err error) {
 	}
 	notes = append(notes, signalNote(threads)...)
 	proc.Notes = notes
-	snap.Evidence.GIL = pythonInCore(proc, mods.space, mem) // Python frames (python.go)
+	for _, rt := range runtimes {
+		rt.coreMerge(c, &snap.Evidence)
+	}
 	return snap, nil
+}
+
+// coreProcess is a core's process as the runtimes read it (runtime.go).
+type coreProcess struct {
+	cf      *core.File
+	mods    *coreModules
+	mem     *core.FileBacked
+	proc    *stacks.Process
+	threads []core.Thread // by thread id
+	opts    CoreOptions
 }
 
 // signalNote names the signal that wrote a kernel core.

@@ -9,13 +9,14 @@ import (
 	"github.com/hangdoc/hangdoc/stacks"
 )
 
-// goCore reads the goroutines of a Go program's core into proc, with the
+// coreThreads reads the goroutines of a Go program's core into proc, with the
 // reader a live attach uses (attach/goproc) over the core's memory and
 // its threads' registers: proc.Threads are the goroutines, proc.OSThreads
 // the OS threads. It returns false when the program is not Go, or with a
 // note when it is but its goroutines could not be read (no DWARF, a
 // damaged core): the OS threads are then read as for any program.
-func goCore(cf *core.File, mods *coreModules, mem *core.FileBacked, proc *stacks.Process, threads []core.Thread, opts CoreOptions) (read bool, note string) {
+func (goRuntime) coreThreads(c *coreProcess) (read bool, note string) {
+	cf, mods, mem, proc, threads, opts := c.cf, c.mods, c.mem, c.proc, c.threads, c.opts
 	exe := mods.exeHost(opts)
 	if exe == "" {
 		return false, ""

@@ -22,22 +22,28 @@ type goTarget struct {
 	samples    int
 }
 
-// openGo switches tg to the Go path when its executable is a Go program
-// whose goroutines can be read (through DWARF, or without it by its
-// release's layout; withoutDWARF forces the latter); otherwise tg stays
-// on the native path and a note says why.
-func (tg *target) openGo(withoutDWARF bool) {
+// goRuntime is Go: its goroutines replace the OS threads, live and in
+// a core (gocore.go).
+type goRuntime struct{}
+
+func (goRuntime) coreMerge(*coreProcess, *stacks.Evidence) {}
+
+// live puts tg on the Go path when its executable is a Go program whose
+// goroutines can be read (through DWARF, or without it by its release's
+// layout; opts.GoWithoutDWARF forces the latter); otherwise tg stays on
+// the native path and a note says why.
+func (goRuntime) live(tg *target, opts Options) runtimeReader {
 	version, ok := goproc.Version(procPath(tg.pid, "exe"))
 	if !ok {
-		return
+		return nil
 	}
 	if !goLive {
 		tg.proc.Runtime = version
 		tg.proc.Notes = append(tg.proc.Notes, "goroutines not read, OS threads shown instead: a live Go program's goroutines are read on x86-64 only")
-		return
+		return nil
 	}
 	open := goproc.Open
-	if withoutDWARF {
+	if opts.GoWithoutDWARF {
 		open = goproc.OpenWithoutDWARF
 	}
 	r, err := open(tg.pid)
@@ -46,20 +52,24 @@ func (tg *target) openGo(withoutDWARF bool) {
 		// are not where a Go program's hang shows.
 		tg.proc.Runtime = version
 		tg.proc.Notes = append(tg.proc.Notes, fmt.Sprintf("goroutines not read, OS threads shown instead: %v", err))
-		return
+		return nil
 	}
-	tg.golang = &goTarget{reader: r, goroutines: map[int]*stacks.Thread{}, osThreads: map[int]*threadAcc{}}
 	tg.proc.Runtime = r.GoVersion()
+	return &goTarget{reader: r, goroutines: map[int]*stacks.Thread{}, osThreads: map[int]*threadAcc{}}
 }
 
-// sampleGo takes one sample of a Go process: every OS thread's registers
+func (gt *goTarget) ownStacks() bool { return true }
+func (gt *goTarget) merge(*target)   {}
+
+// sample takes one sample of a Go process: every OS thread's registers
 // under its own bounded stop (each thread is let go before the next is
-// stopped), then every goroutine read from memory.
-func (s *sampler) sampleGo(tg *target, first bool) {
-	gt := tg.golang
+// stopped), then every goroutine read from memory. When no goroutine
+// could be read on the first sample, the process goes back to the
+// native sampler (false).
+func (gt *goTarget) sample(s *sampler, tg *target, first bool) bool {
 	tids, ok := tg.tasks()
 	if !ok {
-		return
+		return true
 	}
 	var regs []goproc.ThreadRegs
 	states := map[int]taskStat{}
@@ -80,23 +90,22 @@ func (s *sampler) sampleGo(tg *target, first bool) {
 		if len(states) == 0 {
 			tg.exited = true
 		}
-		return
+		return true
 	}
 	res, err := gt.reader.Read(regs, goproc.Options{MaxDepth: s.opts.MaxDepth, Threads: s.opts.Threads})
 	if err != nil {
 		if threadGone(tg.pid, tg.pid) {
 			tg.exited = true
-			return
+			return true
 		}
 		if gt.samples == 0 {
 			// No goroutine could be read: show the OS threads instead.
 			tg.proc.Notes = append(tg.proc.Notes, fmt.Sprintf("goroutines not read, OS threads shown instead: %v", err))
-			tg.proc.Runtime, tg.golang = "", nil
-			s.sampleTarget(tg, first)
-			return
+			tg.proc.Runtime, tg.runtime = "", nil
+			return false
 		}
 		addNote(&tg.proc.Notes, fmt.Sprintf("sample %d: %v", gt.samples+1, err))
-		return
+		return true
 	}
 	gt.samples++
 	for _, n := range res.Notes {
@@ -126,14 +135,14 @@ func (s *sampler) sampleGo(tg *target, first bool) {
 		}
 	}
 	if s.opts.Threads {
-		s.goOSThreads(tg, states, res.OSThreads, first)
+		gt.osThreadsSample(tg, states, res.OSThreads, first)
 	}
+	return true
 }
 
-// goOSThreads records the OS threads of a Go process (--threads), their
+// osThreadsSample records the OS threads of a Go process (--threads), their
 // stacks unwound by delve from the registers of this sample.
-func (s *sampler) goOSThreads(tg *target, states map[int]taskStat, frames map[int][]stacks.Frame, first bool) {
-	gt := tg.golang
+func (gt *goTarget) osThreadsSample(tg *target, states map[int]taskStat, frames map[int][]stacks.Frame, first bool) {
 	for tid, st := range states {
 		acc := threadAccFor(gt.osThreads, &tg.proc.OSThreads, tid, st, first)
 		delta := st.Ticks - acc.lastTicks
@@ -144,8 +153,8 @@ func (s *sampler) goOSThreads(tg *target, states map[int]taskStat, frames map[in
 	}
 }
 
-// finishGo computes the OS threads' CPU once sampling is over.
-func (gt *goTarget) finish(wall time.Duration) {
+// finish computes the OS threads' CPU once sampling is over.
+func (gt *goTarget) finish(_ *target, wall time.Duration, _ *stacks.Evidence) {
 	for _, acc := range gt.osThreads {
 		acc.t.CPU = float64(acc.ticks) / clockTicks / wall.Seconds() * 100
 	}

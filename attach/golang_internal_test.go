@@ -69,7 +69,7 @@ func TestGoReadRefusesWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tg.golang == nil {
+	if _, ok := tg.runtime.(*goTarget); !ok {
 		t.Fatalf("the Go patient was not put on the Go path: notes %v", tg.proc.Notes)
 	}
 	opts := Options{Samples: 3, Threads: true}
@@ -82,7 +82,7 @@ func TestGoReadRefusesWrites(t *testing.T) {
 	if len(tg.proc.Threads) == 0 || tg.proc.Threads[0].Goroutine == nil {
 		t.Fatalf("no goroutine read: notes %v", tg.proc.Notes)
 	}
-	if n := tg.golang.reader.RefusedWrites(); n < 2 {
+	if n := tg.runtime.(*goTarget).reader.RefusedWrites(); n < 2 {
 		t.Errorf("delve asked for %d writes; it sets at least the unrecovered-panic and fatal-throw breakpoints: is the refusal path exercised?", n)
 	}
 	after, err := TextSegment(p.Pid)
@@ -103,7 +103,7 @@ func TestGoReadRefusesWrites(t *testing.T) {
 		}
 	}
 	t.Logf("%d goroutines, %d OS threads, %d writes refused, %d bytes of text unchanged, %d stops (longest %v)",
-		len(tg.proc.Threads), len(tg.proc.OSThreads), tg.golang.reader.RefusedWrites(), len(before), s.stops, s.maxHeld)
+		len(tg.proc.Threads), len(tg.proc.OSThreads), tg.runtime.(*goTarget).reader.RefusedWrites(), len(before), s.stops, s.maxHeld)
 }
 
 func mustTasks(t *testing.T, pid int) map[int]string {
@@ -131,7 +131,7 @@ func TestGoArgsReadOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tg.golang == nil {
+	if _, ok := tg.runtime.(*goTarget); !ok {
 		t.Fatalf("the Go patient was not put on the Go path: notes %v", tg.proc.Notes)
 	}
 	opts := Options{Samples: 3}
@@ -139,7 +139,7 @@ func TestGoArgsReadOnly(t *testing.T) {
 	s := &sampler{opts: opts, tracer: newTracer()}
 	defer func() { s.tracer.close() }()
 	s.sampleTarget(tg, true)
-	opened := tg.golang.reader.RefusedWrites()
+	opened := tg.runtime.(*goTarget).reader.RefusedWrites()
 	for i := 1; i < opts.Samples; i++ {
 		s.sampleTarget(tg, false)
 	}
@@ -157,7 +157,7 @@ func TestGoArgsReadOnly(t *testing.T) {
 	if withArgs != 2 {
 		t.Errorf("%d frames with arguments, want the two transfers", withArgs)
 	}
-	if n := tg.golang.reader.RefusedWrites(); n != opened {
+	if n := tg.runtime.(*goTarget).reader.RefusedWrites(); n != opened {
 		t.Errorf("delve asked for %d writes while reading arguments (%d when the target was opened, %d after)", n-opened, opened, n)
 	}
 	after, err := TextSegment(p.Pid)

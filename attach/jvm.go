@@ -35,12 +35,29 @@ func isJVM(paths []string) bool {
 	return false
 }
 
+// jvmRuntime is a JVM: its Java threads replace the native ones once
+// sampling is over (a core holds no way to ask the JVM).
+type jvmRuntime struct{ noCore }
+
+func (jvmRuntime) live(tg *target, _ Options) runtimeReader {
+	if !isJVM(mappedPaths(tg.maps)) {
+		return nil
+	}
+	return jvmReader{}
+}
+
+// jvmReader samples the native threads; its finish reads the Java ones.
+type jvmReader struct{ nativeRuntime }
+
+func (jvmReader) finish(tg *target, _ time.Duration, _ *stacks.Evidence) {
+	if !tg.exited {
+		tg.readJVM()
+	}
+}
+
 // readJVM replaces the threads of a JVM with its Java threads, or notes
 // how to get them.
 func (tg *target) readJVM() {
-	if !isJVM(mappedPaths(tg.maps)) {
-		return
-	}
 	pid := strconv.Itoa(tg.pid)
 	jcmd, err := exec.LookPath("jcmd")
 	if err != nil {

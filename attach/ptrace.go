@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hangdoc/hangdoc/attach/procmem"
 	"github.com/hangdoc/hangdoc/attach/unwind"
 )
 
@@ -180,27 +181,8 @@ func detach(tid int, sig unix.Signal) error {
 	return nil
 }
 
-// readMemory reads the target's memory with process_vm_readv: no stop,
-// no ptrace attachment, and never a write.
-func readMemory(pid int, p []byte, addr uint64) (int, error) {
-	if len(p) == 0 {
-		return 0, nil
-	}
-	local := []unix.Iovec{{Base: &p[0], Len: uint64(len(p))}}
-	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: len(p)}}
-	n, err := unix.ProcessVMReadv(pid, local, remote, 0)
-	if n < 0 {
-		n = 0
-	}
-	if err == nil && n < len(p) {
-		err = fmt.Errorf("short read at %#x: %d of %d bytes", addr, n, len(p))
-	}
-	return n, err
-}
+// readMemory reads the target's memory (procmem: process_vm_readv).
+func readMemory(pid int, p []byte, addr uint64) (int, error) { return procmem.Read(pid, p, addr) }
 
 // liveMemory is the target's memory read on demand.
-type liveMemory int
-
-func (pid liveMemory) ReadAt(p []byte, addr uint64) (int, error) {
-	return readMemory(int(pid), p, addr)
-}
+func liveMemory(pid int) procmem.Live { return procmem.Live(pid) }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"time"
 
 	"github.com/hangdoc/hangdoc/attach/module"
 	"github.com/hangdoc/hangdoc/attach/python"
@@ -42,17 +43,35 @@ type symbolSource interface {
 	Modules() []stacks.Module
 }
 
-// findPython looks for CPython's _PyRuntime in the modules of tg and
-// prepares a reader; a process without one gets no note, one that has it
-// but cannot be read gets a note saying why.
-func (tg *target) findPython() *pyTarget {
-	py := &pyTarget{merged: map[int]int{}, takeGIL: map[uint64]bool{}}
+// pythonRuntime is CPython: its frames are merged into the native
+// stacks, live after each sample and in a core after the unwind.
+type pythonRuntime struct{}
+
+// live looks for CPython's _PyRuntime in the modules of tg and prepares
+// a reader; a process without one gets no note, one that has it but
+// cannot be read gets a note saying why.
+func (pythonRuntime) live(tg *target, _ Options) runtimeReader {
 	src, ok := tg.space.(symbolSource)
 	if !ok {
-		return py
+		return nil
 	}
-	py.reader = findInterpreter(tg.proc, src, liveMemory(tg.pid))
-	return py
+	r := findInterpreter(tg.proc, src, liveMemory(tg.pid))
+	if r == nil {
+		return nil
+	}
+	return &pyTarget{reader: r, merged: map[int]int{}, takeGIL: map[uint64]bool{}}
+}
+
+func (pythonRuntime) coreThreads(*coreProcess) (bool, string) { return false, "" }
+
+func (py *pyTarget) sample(*sampler, *target, bool) bool { return false }
+func (py *pyTarget) ownStacks() bool                     { return false }
+
+// finish says whether the GIL's holder was read in some sample.
+func (py *pyTarget) finish(_ *target, _ time.Duration, ev *stacks.Evidence) {
+	if py.gil {
+		ev.GIL = true
+	}
 }
 
 // findInterpreter finds _PyRuntime in the interpreter, libpython or the
@@ -121,20 +140,13 @@ func findInterpreter(proc *stacks.Process, src symbolSource, mem unwind.Memory) 
 	return nil
 }
 
-// readPython reads the interpreter after a sample and merges each
+// merge reads the interpreter after a sample and merges each
 // thread's Python frames into the native stack just sampled: every
 // _PyEval_EvalFrameDefault frame is replaced by the Python frames it
 // runs, as py-spy dump --native shows them. It reads memory only; the
 // threads run on (or sleep) meanwhile, so a thread that moved between
 // its native sample and this read may show frames from either moment.
-func (tg *target) readPython() {
-	if tg.python == nil {
-		tg.python = tg.findPython()
-	}
-	py := tg.python
-	if py.reader == nil {
-		return
-	}
+func (py *pyTarget) merge(tg *target) {
 	st := readInterpreter(tg.proc, py.reader)
 	if st == nil {
 		return
@@ -223,17 +235,18 @@ func mergeLastSample(t *stacks.Thread, st *python.State, pt *python.Thread) (tak
 	return takeGIL
 }
 
-// pythonInCore reads the CPython interpreter of a core file into its
-// threads' stacks, as readPython does after each live sample, and says
+// coreMerge reads the CPython interpreter of a core file into its
+// threads' stacks, as merge does after each live sample, and says
 // whether the GIL's state was read.
-func pythonInCore(proc *stacks.Process, space symbolSource, mem unwind.Memory) (gil bool) {
-	r := findInterpreter(proc, space, mem)
+func (pythonRuntime) coreMerge(c *coreProcess, ev *stacks.Evidence) {
+	proc := c.proc
+	r := findInterpreter(proc, c.mods.space, c.mem)
 	if r == nil {
-		return false
+		return
 	}
 	st := readInterpreter(proc, r)
 	if st == nil {
-		return false
+		return
 	}
 	byTid := pyThreadsByTid(st)
 	pcs := map[uint64]bool{}
@@ -245,7 +258,7 @@ func pythonInCore(proc *stacks.Process, space symbolSource, mem unwind.Memory) (
 	for _, t := range proc.Threads {
 		nameTakeGILAt(t, pcs)
 	}
-	return st.GIL
+	ev.GIL = st.GIL
 }
 
 // mergePython replaces each evaluator frame of native (innermost first)

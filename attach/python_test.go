@@ -349,7 +349,7 @@ func testPythonMatchesFaulthandler(t *testing.T, interp pyInterp) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if py := tg.findPython(); py.reader != nil {
+	if py, ok := tg.runtime.(*pyTarget); ok {
 		const n = 50
 		start := time.Now()
 		for i := 0; i < n; i++ {

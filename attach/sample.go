@@ -36,11 +36,9 @@ type target struct {
 	// sockets caches the addresses of socket inodes: a thousand threads
 	// in recv must not read /proc/net's tables a thousand times a sample.
 	sockets map[string]string
-	// golang is set for a Go program: its goroutines are read instead of
-	// its threads (golang.go).
-	golang *goTarget
-	// python is the CPython interpreter read after each sample (python.go).
-	python *pyTarget
+	// runtime reads the language runtime the process runs (Go, CPython,
+	// a JVM: runtime.go); nil for a native program.
+	runtime runtimeReader
 	// libc lays out the process's mutexes (libc.go).
 	libc libc
 }
@@ -71,8 +69,7 @@ type sampler struct {
 
 // sampleTarget takes one sample of every thread of tg.
 func (s *sampler) sampleTarget(tg *target, first bool) {
-	if tg.golang != nil {
-		s.sampleGo(tg, first)
+	if tg.runtime != nil && tg.runtime.sample(s, tg, first) {
 		return
 	}
 	tids, ok := tg.tasks()
@@ -101,7 +98,9 @@ func (s *sampler) sampleTarget(tg *target, first bool) {
 		tg.exited = true
 		return
 	}
-	tg.readPython()
+	if tg.runtime != nil {
+		tg.runtime.merge(tg)
+	}
 }
 
 // threadAccFor returns the accumulator of thread tid in accs, making one

@@ -336,18 +336,12 @@ func (b *bare) read(regs []ThreadRegs, opts Options) (*Result, error) {
 		if argsWanted(wait) {
 			b.frameArgs(th.Stack, frames)
 		}
-		if err != nil {
-			th.Notes = append(th.Notes, fmt.Sprintf("stack may be incomplete: %v", err))
-		}
-		res.Goroutines = append(res.Goroutines, th)
+		res.add(th, err)
 	}
-	if opts.Threads {
-		res.OSThreads = map[int][]stacks.Frame{}
-		for _, tr := range regs {
-			frames, _ := b.unwind(tr.Regs.Rip, tr.Regs.Rsp, true, 0, 0, opts.MaxDepth)
-			res.OSThreads[tr.Tid] = framesOfBare(frames)
-		}
-	}
+	res.addOSThreads(regs, opts, func(tr ThreadRegs) []stacks.Frame {
+		frames, _ := b.unwind(tr.Regs.Rip, tr.Regs.Rsp, true, 0, 0, opts.MaxDepth)
+		return framesOfBare(frames)
+	})
 	return res, nil
 }
 
@@ -365,15 +359,7 @@ var bareSemaOffsets = map[string]int64{
 
 // statusOf is the status as the runtime prints it (goroutineheader).
 func (b *bare) statusOf(g gFields) string {
-	st := g.status &^ gScan
-	s := "???"
-	if st < uint64(len(b.status)) {
-		s = b.status[st]
-	}
-	if (st == gWaiting || st == gLeaked) && g.waitreason > 0 && g.waitreason < uint64(len(b.reasons)) {
-		s = b.reasons[g.waitreason]
-	}
-	return s
+	return statusText(g.status, g.waitreason, b.status, b.reasons)
 }
 
 // startOf is where a goroutine's unwind starts: the registers of the

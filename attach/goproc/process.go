@@ -26,26 +26,17 @@ import (
 	"github.com/go-delve/delve/pkg/elfwriter"
 	"github.com/go-delve/delve/pkg/proc"
 	"github.com/go-delve/delve/pkg/proc/linutil"
-	"golang.org/x/sys/unix"
+
+	"github.com/hangdoc/hangdoc/attach/unwind"
 )
 
 // ErrReadOnly is what every method that would change the target returns.
 var ErrReadOnly = errors.New("hangdoc reads Go processes without changing them")
 
 // Memory is where a target's memory is read: a live process's
-// (process_vm_readv) or a core file's. A short read returns the bytes
-// read and an error.
-type Memory interface {
-	ReadAt(p []byte, addr uint64) (int, error)
-}
-
-// liveMemory reads a live process's memory with process_vm_readv: no
-// stop, no ptrace attachment.
-type liveMemory int // the pid
-
-func (pid liveMemory) ReadAt(buf []byte, addr uint64) (int, error) {
-	return readMemory(int(pid), buf, addr)
-}
+// (procmem.Live) or a core file's. A short read returns the bytes read
+// and an error.
+type Memory = unwind.Memory
 
 // process is a process seen read-only: proc.ProcessInternal and
 // proc.ProcessGroup over captured registers and its Memory.
@@ -143,19 +134,6 @@ func (p *process) ReadMemory(buf []byte, addr uint64) (int, error) {
 	n, err := p.mem.ReadAt(buf, addr)
 	if err == nil && n < len(buf) {
 		err = fmt.Errorf("short read at %#x: %d of %d bytes", addr, n, len(buf))
-	}
-	return n, err
-}
-
-func readMemory(pid int, buf []byte, addr uint64) (int, error) {
-	if len(buf) == 0 {
-		return 0, nil
-	}
-	local := []unix.Iovec{{Base: &buf[0], Len: uint64(len(buf))}}
-	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: len(buf)}}
-	n, err := unix.ProcessVMReadv(pid, local, remote, 0)
-	if n < 0 {
-		n = 0
 	}
 	return n, err
 }

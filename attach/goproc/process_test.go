@@ -9,12 +9,14 @@ import (
 
 	"github.com/go-delve/delve/pkg/dwarf/op"
 	"github.com/go-delve/delve/pkg/proc"
+
+	"github.com/hangdoc/hangdoc/attach/procmem"
 )
 
 // TestProcessRefusesChanges: every method through which delve could
 // change the target returns ErrReadOnly and is counted.
 func TestProcessRefusesChanges(t *testing.T) {
-	p := &process{mem: liveMemory(os.Getpid()), threads: map[int]*thread{}, breakpoints: proc.NewBreakpointMap()}
+	p := &process{mem: procmem.Live(os.Getpid()), threads: map[int]*thread{}, breakpoints: proc.NewBreakpointMap()}
 	th := &thread{p: p, tid: os.Getpid()}
 	changes := map[string]error{
 		"WriteMemory":      second(p.WriteMemory(0x1000, []byte{0xcc})),
@@ -54,14 +56,14 @@ func TestPageCache(t *testing.T) {
 	c := newPageCache()
 	for try := 0; try < 2; try++ {
 		got := make([]byte, 300)
-		if !c.read(liveMemory(os.Getpid()), got, start) || !bytes.Equal(got, want) {
+		if !c.read(procmem.Live(os.Getpid()), got, start) || !bytes.Equal(got, want) {
 			t.Fatalf("read %d across a page boundary: got %x…, want %x…", try, got[:8], want[:8])
 		}
 	}
 	if len(c.pages) != 2 {
 		t.Errorf("%d pages cached, want 2", len(c.pages))
 	}
-	if c.read(liveMemory(os.Getpid()), make([]byte, 8), 0x10) {
+	if c.read(procmem.Live(os.Getpid()), make([]byte, 8), 0x10) {
 		t.Error("a read at 0x10 (unmapped) succeeded")
 	}
 	for i := 0; i < maxPages+10; i++ {
