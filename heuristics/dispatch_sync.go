@@ -22,12 +22,16 @@ const dispatchSyncFamily = "libdispatch sync"
 // dispatchOwnQueue says how a thread blocked in dispatch_sync is itself
 // the one that drains a serial queue, "" when it is not or the wait is no
 // dispatch_sync: the main thread (by its queue label or its main-thread
-// frames), or a thread running a queue's block (libdispatch's drain and
-// callout frames below the asker).
+// frames), or a thread running a serial queue's block (libdispatch's
+// serial drain below the asker; a global queue's block, under
+// _dispatch_root_queue_drain alone, drains no serial queue).
 func dispatchOwnQueue(t *stacks.Thread) string {
 	class, caller := waitOf(t)
 	if class != waitLock || !dispatchSyncWait(t.Stack[:min(caller, len(t.Stack))]) {
 		return ""
+	}
+	if strings.Contains(t.Name, "com.apple.root.") {
+		return "" // a block of a global (concurrent) queue: it drains no serial queue
 	}
 	if strings.Contains(t.Name, "com.apple.main-thread") {
 		return fmt.Sprintf("%s is the main thread (its queue is com.apple.main-thread), the only thread that runs the main queue's blocks", threadLabel(t))
@@ -37,9 +41,11 @@ func dispatchOwnQueue(t *stacks.Thread) string {
 		switch {
 		case k == "main" || k == "NSApplicationMain" || k == "UIApplicationMain":
 			return fmt.Sprintf("%s is the main thread (`%s` is on its stack), the only thread that runs the main queue's blocks", threadLabel(t), frameName(f))
-		case strings.HasPrefix(k, "dispatch_client_callout") || strings.Contains(k, "dispatch_queue_drain") || strings.Contains(k, "dispatch_lane_serial_drain") ||
-			strings.Contains(k, "dispatch_main_queue_callback"):
-			return fmt.Sprintf("%s runs a block of a dispatch queue (`%s` is below the dispatch_sync on its stack): while it runs, that queue runs nothing else", threadLabel(t), frameName(f))
+		case strings.Contains(k, "dispatch_root_queue_drain"):
+			return "" // a block of a global (concurrent) queue, no serial one's
+		case strings.Contains(k, "dispatch_queue_drain") || strings.Contains(k, "dispatch_lane_serial_drain") ||
+			strings.Contains(k, "dispatch_main_queue_callback") || strings.Contains(k, "dispatch_main_queue_drain"):
+			return fmt.Sprintf("%s runs a block of a serial dispatch queue (`%s` is below the dispatch_sync on its stack): while it runs, that queue runs nothing else", threadLabel(t), frameName(f))
 		}
 	}
 	return ""
