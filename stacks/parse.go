@@ -73,6 +73,9 @@ func Parse(r io.Reader, name string) (*Snapshot, []Skipped, string, error) {
 			if src.rp.err != nil {
 				return nil, nil, "", src.rp.err
 			}
+			if src.rp.stop != nil {
+				return nil, nil, "", src.rp.stop
+			}
 			return nil, nil, "", fmt.Errorf("not a dump hangdoc knows: none of %s recognised the start of the input (force one with --input-format)", strings.Join(Formats(), ", "))
 		}
 	}

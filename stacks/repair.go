@@ -2,6 +2,7 @@ package stacks
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"html"
 	"io"
@@ -38,10 +39,12 @@ type repairer struct {
 	ahead       []repLine // lines read and cleaned, not yet repaired
 	out         []repLine // lines repaired, not yet taken (a chain makes several)
 	fixes       map[string]*repairCount
-	grepNo      int  // the grep -n line number the next line should carry; 0 when not in grep output
-	chainNo     int  // hand-written call chains made into threads so far
-	noLook      bool // cleaning a line read ahead: no further look-ahead
-	placeholder int  // goroutine ids made for "goroutine NNNNN"
+	grepNo      int   // the grep -n line number the next line should carry; 0 when not in grep output
+	chainNo     int   // hand-written call chains made into threads so far
+	noLook      bool  // cleaning a line read ahead: no further look-ahead
+	placeholder int   // goroutine ids made for "goroutine NNNNN"
+	binary      int   // bytes of lines that hold a NUL byte
+	stop        error // why the input was not read to its end (limits below)
 }
 
 // repairCount is how often one kind of repair was made, and where first.
@@ -81,40 +84,66 @@ func (rp *repairer) notes() []string {
 		}
 	}
 	sort.Strings(out)
+	if rp.stop != nil {
+		out = append(out, "input not read to its end: "+rp.stop.Error())
+	}
 	return out
+}
+
+// Limits that end the reading of an input that is no dump, in bounded
+// time and memory: a dump is text, has no NUL byte and no line of
+// megabytes; /dev/zero, a binary or random bytes have both.
+const (
+	maxBinary   = 1 << 20  // bytes of lines holding a NUL byte
+	maxLineRead = 16 << 20 // bytes of one line (all but maxLine dropped)
+)
+
+// halt stops the reading: what was read is kept, and why is said.
+func (rp *repairer) halt(why error) {
+	rp.done = true
+	rp.stop = why
+	rp.buf = rp.buf[:0]
 }
 
 // raw reads the next input line, cut at maxLine, without its newline.
 func (rp *repairer) raw() (repLine, bool) {
+	have, n := false, 0
 	for !rp.done {
 		chunk, isPrefix, err := rp.br.ReadLine()
-		have := false
-		if len(chunk) > 0 || isPrefix || err == nil {
-			if len(rp.buf) < maxLine {
-				rp.buf = append(rp.buf, chunk[:min(len(chunk), maxLine-len(rp.buf))]...)
-			}
-			if isPrefix && len(rp.buf) < maxLine {
-				continue
-			}
-			for isPrefix && err == nil {
-				_, isPrefix, err = rp.br.ReadLine()
-			}
-			have = true
-		}
 		if err != nil {
 			rp.done = true
 			if err != io.EOF {
 				rp.err = fmt.Errorf("line %d: %w", rp.no+1, err)
 			}
+			break
 		}
-		if have {
-			rp.no++
-			l := repLine{no: rp.no, text: string(rp.buf)}
-			rp.buf = rp.buf[:0]
-			return l, true
+		have = true
+		n += len(chunk)
+		if bytes.IndexByte(chunk, 0) >= 0 {
+			rp.binary += len(chunk)
+		}
+		switch {
+		case rp.binary > maxBinary:
+			rp.halt(fmt.Errorf("line %d: binary data (NUL bytes), not a text dump: reading stopped after %d MiB of it (hangdoc reads the text of a dump, or an ELF core file)", rp.no+1, maxBinary>>20))
+			return repLine{}, false
+		case n > maxLineRead:
+			rp.halt(fmt.Errorf("line %d: over %d MiB without a line break, not a text dump: reading stopped", rp.no+1, maxLineRead>>20))
+			return repLine{}, false
+		}
+		if len(rp.buf) < maxLine {
+			rp.buf = append(rp.buf, chunk[:min(len(chunk), maxLine-len(rp.buf))]...)
+		}
+		if !isPrefix {
+			break
 		}
 	}
-	return repLine{}, false
+	if !have {
+		return repLine{}, false
+	}
+	rp.no++
+	l := repLine{no: rp.no, text: string(rp.buf)}
+	rp.buf = rp.buf[:0]
+	return l, true
 }
 
 // peek returns the cleaned line after the current one.

@@ -2,6 +2,7 @@ package stacks
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"regexp"
 	"slices"
@@ -219,6 +220,7 @@ type pieceSource struct {
 	rp    *repairer
 	ahead []repLine // repaired lines read but not yet given to a piece
 	eof   bool
+	bare  int // gdb thread headers in a row (maxBareHeaders)
 }
 
 // fill reads repaired lines until n are ahead, or the input ends.
@@ -354,8 +356,8 @@ func (p *piece) advance() bool {
 			return false
 		}
 	}
-	if p.format.Name == "gdb" && t != "" {
-		p.count(t)
+	if p.format.Name == "gdb" && t != "" && !p.count(t) {
+		return false
 	}
 	p.src.ahead = p.src.ahead[1:]
 	p.lines++
@@ -370,6 +372,13 @@ func (p *piece) advance() bool {
 	return true
 }
 
+// stopInput ends the reading of the whole input where it is found to
+// be no dump: the rest is neither parsed nor read.
+func (p *piece) stopInput(why error) {
+	p.src.rp.halt(why)
+	p.ended = true
+}
+
 // nextLine hands a line scanner (lines.go) the next line as it is.
 func (p *piece) nextLine() (string, bool) {
 	if !p.advance() {
@@ -378,13 +387,30 @@ func (p *piece) nextLine() (string, bool) {
 	return p.line, true
 }
 
-// count takes note of the threads a gdb line says the process has.
-func (p *piece) count(t string) {
+// maxBareHeaders is how many gdb thread headers in a row without a
+// frame end the reading: gdb prints one where it cannot unwind a thread,
+// not ten thousand; a file of headers is no backtrace (and one header
+// repeated would begin a process a line).
+const maxBareHeaders = 10000
+
+// errBareHeaders is why the reading stopped at bare headers.
+var errBareHeaders = errors.New("thread headers in a row without a frame, not a backtrace: reading stopped (they are left out)")
+
+// count takes note of the threads a gdb line says the process has; false
+// when it ends the input (maxBareHeaders).
+func (p *piece) count(t string) bool {
+	if !strings.HasPrefix(t, "Thread ") {
+		p.src.bare = 0
+	}
 	switch {
 	case strings.HasPrefix(t, "Thread "):
 		if no, ok := gdbBeginNo(t); ok {
 			if n, err := strconv.Atoi(no); err == nil && n < 1<<20 {
 				p.counts.maxThread = max(p.counts.maxThread, n)
+			}
+			if p.src.bare++; p.src.bare >= maxBareHeaders {
+				p.stopInput(fmt.Errorf("line %d: %d %w", p.src.ahead[0].no, p.src.bare, errBareHeaders))
+				return false
 			}
 		}
 	case strings.HasPrefix(t, "[New "):
@@ -392,6 +418,7 @@ func (p *piece) count(t string) {
 			p.counts.newLWP++
 		}
 	}
+	return true
 }
 
 // inputLine maps line k of the piece to the input's line.
@@ -404,6 +431,26 @@ func (p *piece) inputLine(k int) int {
 		i = 0
 	}
 	return p.at[i].no + k - p.at[i].k
+}
+
+// dropFrameless leaves out the threads without a frame, and the
+// processes and snapshots left with none: in an input of bare thread
+// headers they are no evidence.
+func dropFrameless(snaps []*Snapshot) []*Snapshot {
+	var out []*Snapshot
+	for _, snap := range snaps {
+		var procs []*Process
+		for _, pr := range snap.Processes {
+			pr.Threads = slices.DeleteFunc(pr.Threads, func(t *Thread) bool { return len(t.Stack) == 0 })
+			if len(pr.Threads) > 0 {
+				procs = append(procs, pr)
+			}
+		}
+		if snap.Processes = procs; len(procs) > 0 {
+			out = append(out, snap)
+		}
+	}
+	return out
 }
 
 func formatNamed(name string) *Format {
@@ -483,7 +530,13 @@ func (s *pieceSource) parseAll(f *Format, forced bool) (*Snapshot, []Skipped, st
 	if s.rp.err != nil && firstErr == nil {
 		firstErr = s.rp.err
 	}
+	if errors.Is(s.rp.stop, errBareHeaders) {
+		snaps = dropFrameless(snaps)
+	}
 	if len(snaps) == 0 {
+		if s.rp.stop != nil {
+			return nil, skipped, firstName, s.rp.stop // says more than "nothing read"
+		}
 		return nil, skipped, firstName, firstErr
 	}
 	snap := snaps[0]
