@@ -106,12 +106,7 @@ func rustKey(t testing.TB, tool string, srcs []string) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "tool=%s\n", strings.TrimSpace(string(version)))
 	for _, src := range srcs {
-		b, err := os.ReadFile(src)
-		if err != nil {
-			t.Fatalf("patient: %v", err)
-		}
-		fmt.Fprintf(h, "\n%s\n", filepath.Base(src))
-		h.Write(b)
+		hashFile(t, h, filepath.Base(src), src)
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }

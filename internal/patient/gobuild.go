@@ -45,12 +45,7 @@ func buildGo(t testing.TB, gobin, name string, flags []string) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "go=%s\nflags=%q\n", strings.TrimSpace(string(version)), flags)
 	for _, src := range srcs {
-		b, err := os.ReadFile(src)
-		if err != nil {
-			t.Fatalf("patient: %v", err)
-		}
-		fmt.Fprintf(h, "\n%s\n", filepath.Base(src))
-		h.Write(b)
+		hashFile(t, h, filepath.Base(src), src)
 	}
 	target := filepath.Join(CacheDir(), "go-"+name+"-"+hex.EncodeToString(h.Sum(nil))[:16])
 	if fi, err := os.Stat(target); err == nil && fi.Mode().IsRegular() {
