@@ -75,6 +75,9 @@ func callKindOf(name string) (waitKind, bool) {
 		return wkFutex, true
 	}
 	r := stacks.VocabularyInForce().Call(name)
+	if l := stacks.VocabularyInForce().Lookup(name); l != nil && l.Role == stacks.RoleChild {
+		r = l // glibc's __libc_wait is wait(2), not musl's internal __wait
+	}
 	if r == nil {
 		return wkUnknown, false
 	}

@@ -610,7 +610,7 @@ func calmChildDiagnosis(a *Analysis, p *stacks.Process, ws []procWait, unsampled
 			kids = append(kids, w)
 		}
 	}
-	if len(kids) == 0 && len(unsampled) == 0 {
+	if len(kids) == 0 && len(unsampled) == 0 && !slices.ContainsFunc(p.Threads, func(t *stacks.Thread) bool { return a.samplesOf(t).kind == wkChild }) {
 		return Diagnosis{}, false
 	}
 	d := Diagnosis{Deadlock: false, Refs: waitRefs([]procWait{{kind: "child"}})}
@@ -625,6 +625,12 @@ func calmChildDiagnosis(a *Analysis, p *stacks.Process, ws []procWait, unsampled
 		d.Confidence = Low
 		d.Summary = fmt.Sprintf("not a deadlock as far as this snapshot shows: %s waits in `%s` for its children %s, which were not sampled; run `hangdoc attach --tree %d` to follow the wait",
 			subject(ThreadRef{Proc: p, Thread: t}), a.samplesOf(t).call, joinInts(unsampled), p.Pid)
+		if len(unsampled) == 0 {
+			// A pasted dump: the stack says it waits for a child, not which.
+			d.Summary = fmt.Sprintf("waits on another process: %s waits in `%s` for a child process, which the dump does not show: "+
+				"whatever hangs is in the child; dump the child (gdb -p CHILD, or `hangdoc attach --tree %d` to follow the wait)",
+				subject(ThreadRef{Proc: p, Thread: t}), a.samplesOf(t).call, p.Pid)
+		}
 		d.Pids, d.Tids = []int{p.Pid}, []int{t.Tid}
 		d.Chain = []string{fmt.Sprintf("%s waits for a child process: whether it is stuck depends on the child", threadLabel(t))}
 		d.Evidence = []string{stackLine(t)}

@@ -191,10 +191,26 @@ func TestWaitingOnProcessEventLoopsAreNotARing(t *testing.T) {
 	none(t, "waiting-on-process", snap)
 }
 
-// A pasted dump has no peers and no lineage: nothing to link.
+// A pasted dump has no peers and no lineage: nothing to link, but the
+// stack says the process waits for a child (wait4, glibc's __libc_wait):
+// whatever hangs is in the child, which the dump does not show. Said
+// with low confidence and no deadlock claim (an idle OpenMP thread
+// beside it is no lost wake-up).
 func TestWaitingOnProcessPastedDump(t *testing.T) {
-	snap := pasted(proc(800, thread(800, "main", "wait4", "waitpid", "main")))
-	none(t, "waiting-on-process", snap)
+	for _, call := range []string{"wait4", "__libc_wait"} {
+		snap := pasted(proc(800, thread(800, "main", call, "run_test", "main"), thread(801, "omp", "futex_wait", "gomp_barrier_wait_end", "gomp_thread_start", "start_thread")))
+		d := one(t, "waiting-on-process", snap)
+		if d.Deadlock || d.Confidence != Low {
+			t.Errorf("%s: deadlock %v confidence %s", call, d.Deadlock, d.Confidence)
+		}
+		has(t, "summary", d.Summary, "for a child process, which the dump does not show")
+		sameInts(t, "tids", d.Tids, 800)
+		for _, o := range Diagnose(snap, Options{}) {
+			if o.Deadlock {
+				t.Errorf("%s: a deadlock claimed on a parent waiting for its child: %s %s", call, o.ID, o.Summary)
+			}
+		}
+	}
 }
 
 // A parent waits for any of two children, one of them stuck: it waits

@@ -223,6 +223,8 @@ func (rp *repairer) clean(l repLine) repLine {
 		if m := backtickRE.FindStringSubmatch(s); m != nil {
 			s = m[1]
 			rp.fixed(l.no, "lines quoted as inline code (`…`) unquoted")
+		} else if rp.fixes["lines quoted as inline code (`…`) unquoted"] != nil && strings.Count(s, "`") == 1 {
+			s = s[1:] // among such lines, one cut before its closing backtick
 		}
 	}
 	if t := strings.TrimSpace(s); t != "" && t[0] == '<' {

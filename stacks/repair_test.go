@@ -87,6 +87,21 @@ var damages = []damage{
 			return "`" + l + "`"
 		})
 	}},
+	{"inline-code-cut", "inline code", func(ls []string) []string {
+		// as above, the last line cut before its closing backtick
+		last := -1
+		out := eachLine(ls, func(i int, l string) string {
+			if strings.TrimSpace(l) == "" || strings.Contains(l, "`") {
+				return l
+			}
+			last = i
+			return "`" + l + "`"
+		})
+		if last >= 0 {
+			out[last] = strings.TrimSuffix(out[last], "`")
+		}
+		return out
+	}},
 	{"github-numbers", "'# 0'", func(ls []string) []string {
 		return eachLine(ls, func(i int, l string) string {
 			if n, ok := frameNumber(l); ok && strings.HasPrefix(l, "#"+n+"  ") {
