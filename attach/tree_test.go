@@ -58,6 +58,10 @@ func TestDescendantsShellTree(t *testing.T) {
 	cmd := startTree(t, "sleep 100 & sleep 100 & wait")
 	sh := cmd.Process.Pid
 	got := waitTree(t, sh, 3, "sleep")
+	// waitTree waits for the last child's exec; the first may still be
+	// the shell's fork for a moment.
+	for end := time.Now().Add(10 * time.Second); !named(got[1], "sleep") && time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+	}
 	if got[0] != sh {
 		t.Fatalf("Descendants(%d) = %v: the process itself first", sh, got)
 	}
