@@ -2,6 +2,7 @@ package heuristics
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/hangdoc/hangdoc/stacks"
 )
@@ -32,7 +33,7 @@ func loaderSide(t *stacks.Thread) string {
 		return ""
 	}
 	caller = min(caller, len(t.Stack)-1)
-	if reentered(t.Stack, caller) {
+	if askerAgain(t.Stack, caller, false) >= 0 {
 		return "" // the function that asks for the lock runs further down too: a re-entry, not the loader
 	}
 	// The lock's name, from the arguments of the frames that take it.
@@ -58,19 +59,28 @@ func loaderSide(t *stacks.Thread) string {
 	return ""
 }
 
-// reentered: the function that asked for the lock (the frame at caller)
-// is on the stack again below it.
-func reentered(st []stacks.Frame, caller int) bool {
-	k := funcKey(st[caller])
-	if k == "" {
-		return false
+// askerAgain returns where, below the frame at caller that asked for a
+// lock, the same function runs again (in the same file, when both
+// frames name one): the thread re-entered the code that holds the lock.
+// -1 when it does not. strict leaves out askers that say nothing or
+// recur on any stack (no name, the lock machinery itself, the
+// interpreter, call operators and trampolines); the loader's askers are
+// native functions and count as they are.
+func askerAgain(st []stacks.Frame, caller int, strict bool) int {
+	if caller >= len(st) {
+		return -1
 	}
-	for _, f := range st[caller+1:] {
-		if funcKey(f) == k {
-			return true
+	asker := st[caller]
+	k := funcKey(asker)
+	if k == "" || strict && (strings.Trim(asker.Func, "?") == "" || nativeRow(asker) != nil || interpreterFrame(asker) || genericFrame(k)) {
+		return -1
+	}
+	for j := caller + 1; j < len(st); j++ {
+		if f := st[j]; funcKey(f) == k && (f.File == "" || asker.File == "" || f.File == asker.File) {
+			return j
 		}
 	}
-	return false
+	return -1
 }
 
 // atStartup: the loader frames are the program's start (ld.so running

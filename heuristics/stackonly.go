@@ -355,20 +355,17 @@ func reentryOnStack(a *Analysis, t *stacks.Thread) string {
 	if _, rec := recursiveLockFrame(a, t); rec {
 		return "" // its holder re-takes a recursive lock without waiting
 	}
+	if j := askerAgain(t.Stack, caller, true); j >= 0 {
+		return fmt.Sprintf("`%s`, which asks for the lock at #%d, is also at #%d further down the same stack: the thread re-entered it while holding the lock", frameName(asker), caller, j)
+	}
 	once := false
 	for _, f := range t.Stack[:caller] {
 		if frameRole(f) == stacks.RoleOnce {
 			once = true
 		}
 	}
-	for j := caller + 1; j < len(t.Stack); j++ {
+	for j := caller + 1; once && j < len(t.Stack); j++ {
 		f := t.Stack[j]
-		if funcKey(f) == k && (f.File == "" || asker.File == "" || f.File == asker.File) {
-			return fmt.Sprintf("`%s`, which asks for the lock at #%d, is also at #%d further down the same stack: the thread re-entered it while holding the lock", frameName(asker), caller, j)
-		}
-		if !once {
-			continue
-		}
 		for _, arg := range f.Args {
 			if l, ok := argAddr(arg.Value); ok && strings.HasPrefix(l.Symbol, k+"()::") {
 				return fmt.Sprintf("`%s` waits for the one-time initialisation of its static, and #%d (`%s`, %s=%s) is constructing that static on the same thread: the initialiser re-entered the function it initialises",
