@@ -350,12 +350,18 @@ func threadNamed(t *testing.T, proc *stacks.Process, name string) *stacks.Thread
 
 func mainThread(t *testing.T, proc *stacks.Process) *stacks.Thread {
 	t.Helper()
+	return threadOf(t, proc, proc.Pid)
+}
+
+// threadOf is thread tid of proc; the test fails without it.
+func threadOf(t *testing.T, proc *stacks.Process, tid int) *stacks.Thread {
+	t.Helper()
 	for _, th := range proc.Threads {
-		if th.Tid == proc.Pid {
+		if th.Tid == tid {
 			return th
 		}
 	}
-	t.Fatalf("no main thread (tid %d)", proc.Pid)
+	t.Fatalf("no thread %d in process %d", tid, proc.Pid)
 	return nil
 }
 

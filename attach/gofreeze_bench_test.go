@@ -2,7 +2,6 @@ package attach_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -176,7 +175,7 @@ func BenchmarkGoFreeze(b *testing.B) {
 				tool.name, goFreezeGoroutines, worst.gap, worst.wall, worst.held)
 		})
 	}
-	checkReleasedTB(b, p.Pid)
+	checkReleased(b, p.Pid)
 }
 
 func hangdocGo(pid, samples int, withoutDWARF bool) func(b *testing.B) goFreezeRun {
@@ -228,19 +227,4 @@ func outputTail(out []byte) string {
 		out = out[len(out)-2000:]
 	}
 	return string(out)
-}
-
-// checkReleasedTB is checkReleased for a benchmark.
-func checkReleasedTB(b *testing.B, pid int) {
-	b.Helper()
-	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, e := range tasks {
-		st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", pid, e.Name()))
-		if !strings.Contains(string(st), "\nTracerPid:\t0\n") {
-			b.Fatalf("thread %s still traced after the tools ran", e.Name())
-		}
-	}
 }

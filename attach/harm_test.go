@@ -6,9 +6,7 @@ import (
 	"math/rand"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,7 +17,7 @@ import (
 
 // checkReleased fails the test if any thread of pid is in a ptrace stop
 // or still has a tracer: hangdoc must leave nothing of itself behind.
-func checkReleased(t *testing.T, pid int) {
+func checkReleased(t testing.TB, pid int) {
 	t.Helper()
 	// A tracer's exit releases its tracees as part of the exit; give the
 	// kernel a moment to finish it before calling a stuck thread a failure.
@@ -95,21 +93,8 @@ func TestAttachKeepsInvariants(t *testing.T) {
 	t.Logf("50 attaches, %d ptrace stops\nbefore: %s\nafter:  %s", stops, before, after)
 }
 
-// hangdocBinary builds cmd/hangdoc once per test binary.
-func hangdocBinary(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(patient.CacheDir(), "hangdoc-under-test")
-	buildOnce.Do(func() {
-		out, err := exec.Command("go", "build", "-o", bin, "github.com/hangdoc/hangdoc/cmd/hangdoc").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return bin
-}
+// hangdocBinary is the hangdoc binary built from this checkout.
+func hangdocBinary(t *testing.T) string { return patient.Hangdoc(t) }
 
 // TestKillDuringAttach SIGKILLs hangdoc at random moments of an attach,
 // 50 times (HANGDOC_KILL_RUNS; make soak runs 100): each time, every thread of the target must leave its ptrace
@@ -209,7 +194,4 @@ func waitStates(t *testing.T, pid int, state string) {
 	t.Fatalf("pid %d: thread states %v, want all %s", pid, tasks, state)
 }
 
-var (
-	buildOnce sync.Once
-	buildErr  error
-)
+var ()

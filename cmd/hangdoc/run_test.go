@@ -3,8 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -49,43 +47,8 @@ func runIn(args ...string) (stdout, stderr string, code int, err error) {
 
 // --- the built binary --------------------------------------------------
 
-var runBinary struct {
-	once sync.Once
-	path string
-	err  error
-}
-
-// hangdocBin builds cmd/hangdoc once per test binary: signals, process
-// groups and exit codes are the binary's own. It is built under a
-// temporary name and renamed, so test binaries running at once each
-// execute a whole file.
-func hangdocBin(t *testing.T) string {
-	t.Helper()
-	runBinary.once.Do(func() {
-		dir := patient.CacheDir()
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			runBinary.err = err
-			return
-		}
-		// One name per checkout: worktrees of this repository test side
-		// by side on one machine, each with its own hangdoc.
-		wd, _ := os.Getwd()
-		sum := sha256.Sum256([]byte(wd))
-		final := filepath.Join(dir, "hangdoc-run-under-test-"+hex.EncodeToString(sum[:6]))
-		tmp := fmt.Sprintf("%s-%d.tmp", final, os.Getpid())
-		out, err := exec.Command("go", "build", "-o", tmp, "github.com/hangdoc/hangdoc/cmd/hangdoc").CombinedOutput()
-		if err != nil {
-			os.Remove(tmp)
-			runBinary.err = fmt.Errorf("go build: %v\n%s", err, out)
-			return
-		}
-		runBinary.path, runBinary.err = final, os.Rename(tmp, final)
-	})
-	if runBinary.err != nil {
-		t.Fatal(runBinary.err)
-	}
-	return runBinary.path
-}
+// hangdocBin is the hangdoc binary built from this checkout.
+func hangdocBin(t *testing.T) string { return patient.Hangdoc(t) }
 
 // hdRun is one `hangdoc run` of the built binary, watched: every
 // process found below hangdoc while it runs is remembered.
