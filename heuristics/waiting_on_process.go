@@ -379,6 +379,12 @@ func matchWaitingOnProcess(a *Analysis) []Diagnosis {
 		if v, _ := calmVerdict(a, p); v != "" {
 			continue // a verdict of its own already says what it does
 		}
+		if len(ws) == 0 && len(unsampled) == 0 {
+			if w, ok := pyProcessWaitIn(a, p); ok {
+				out = append(out, pyProcessWaitDiagnosis(a, p, w))
+				continue
+			}
+		}
 		if d, ok := calmChildDiagnosis(a, p, ws, unsampled); ok {
 			out = append(out, d)
 		}

@@ -45,11 +45,13 @@ var (
 	pyParentRE  = regexp.MustCompile(`^Parent Process (\d+): ?(.*)$`)
 	pyVersionRE = regexp.MustCompile(`^Python v(\d[^ ]*)(?: \((.*)\))?$`)
 	pySignalRE  = regexp.MustCompile(`^Signal (\d+): (.*)$`)
-	pyThreadRE  = regexp.MustCompile(`^Thread (\d+|0[xX][0-9a-fA-F]+)(?: \((idle|active|active\+gil|gil)\))?(?:: "(.*)")?$`)
+	// A thread header; the id may be left out by hand ("Thread (idle):
+	// "MainThread"") when the status says it is one.
+	pyThreadRE  = regexp.MustCompile(`^Thread(?: (\d+|0[xX][0-9a-fA-F]+)(?: \((idle|active|active\+gil|gil)\))?| \((idle|active|active\+gil|gil)\))(?:: "(.*)")?$`)
 	pyLocalRE   = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*|\.\d+): (.*)$`)
 
 	pySniffProcRE   = regexp.MustCompile(sniffPrefix + `Process \d+: .*\n(?:\d{4}-\d\d-\d\d\S* )?[ \t>]*Python v\d`)
-	pySniffThreadRE = regexp.MustCompile(sniffPrefix + `Thread (?:\d+|0[xX][0-9a-fA-F]+)(?: \((?:idle|active|active\+gil|gil)\))?(?:: ".*")?[ \t]*\r?\n[ \t>]+\S.* \([^()\n]*\)[ \t]*\r?$`)
+	pySniffThreadRE = regexp.MustCompile(sniffPrefix + `Thread(?: (?:\d+|0[xX][0-9a-fA-F]+)(?: \((?:idle|active|active\+gil|gil)\))?| \((?:idle|active|active\+gil|gil)\))(?:: ".*")?[ \t]*\r?\n[ \t>]+\S.* \([^()\n]*\)[ \t]*\r?$`)
 	pySniffJSONRE   = regexp.MustCompile(`"owns_gil"\s*:\s*(?:true|false)`)
 	pySniffJSON2RE  = regexp.MustCompile(`"(?:os_thread_id|thread_id)"\s*:`)
 )
@@ -385,14 +387,15 @@ func (p *pyParser) thread(m []string) {
 	if p.proc == nil {
 		p.newProc()
 	}
-	th := &Thread{Name: m[3], Stack: []Frame{}}
+	status := m[2] + m[3]
+	th := &Thread{Name: m[4], Stack: []Frame{}}
 	if strings.HasPrefix(m[1], "0x") || strings.HasPrefix(m[1], "0X") {
 		th.Handle, _ = strconv.ParseUint(m[1][2:], 16, 64)
 	} else {
-		th.Tid, _ = strconv.Atoi(m[1])
+		th.Tid, _ = strconv.Atoi(m[1]) // 0 when the id was left out
 	}
-	p.anyStatus = p.anyStatus || m[2] != ""
-	switch m[2] {
+	p.anyStatus = p.anyStatus || status != ""
+	switch status {
 	case "idle":
 		th.State = "S"
 	case "active":

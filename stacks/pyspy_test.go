@@ -253,3 +253,23 @@ func TestParsePySpyLinearTime(t *testing.T) {
 		"json nested": "[" + strings.Repeat("[", 40000),
 	}, map[string]bool{"frames": true, "threads": true, "json": true, "prose": false, "json nested": false}, linearBound)
 }
+
+// TestParsePySpyHeaderWithoutID: a hand-abridged dump drops the thread
+// ids ("Thread (idle): "MainThread""); the status still makes the line a
+// header, and the paste is sniffed as py-spy. "Thread" alone is not one.
+func TestParsePySpyHeaderWithoutID(t *testing.T) {
+	in := "Thread (idle): \"MainThread\"\n    wait (threading.py:359)\n    get (queue.py:180)\n" +
+		"Thread (active+gil): \"worker\"\n    run (w.py:3)\n"
+	snap, skipped, format, err := Parse(strings.NewReader(in), "")
+	if err != nil || len(skipped) != 0 || format != "py-spy" {
+		t.Fatalf("format %q err %v skipped %v", format, err, skipped)
+	}
+	p := snap.Processes[0]
+	if len(p.Threads) != 2 || p.Threads[0].Name != "MainThread" || p.Threads[0].State != "S" || len(p.Threads[0].Stack) != 2 ||
+		p.Threads[1].State != "R" || !p.Threads[1].HoldsGIL {
+		t.Errorf("threads %+v %+v", p.Threads[0], p.Threads[1])
+	}
+	if pyThreadRE.MatchString("Thread") || pyThreadRE.MatchString(`Thread: "x"`) {
+		t.Error("a header without an id nor a status")
+	}
+}
