@@ -47,8 +47,8 @@ var (
 	pySignalRE  = regexp.MustCompile(`^Signal (\d+): (.*)$`)
 	// A thread header; the id may be left out by hand ("Thread (idle):
 	// "MainThread"") when the status says it is one.
-	pyThreadRE  = regexp.MustCompile(`^Thread(?: (\d+|0[xX][0-9a-fA-F]+)(?: \((idle|active|active\+gil|gil)\))?| \((idle|active|active\+gil|gil)\))(?:: "(.*)")?$`)
-	pyLocalRE   = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*|\.\d+): (.*)$`)
+	pyThreadRE = regexp.MustCompile(`^Thread(?: (\d+|0[xX][0-9a-fA-F]+)(?: \((idle|active|active\+gil|gil)\))?| \((idle|active|active\+gil|gil)\))(?:: "(.*)")?$`)
+	pyLocalRE  = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*|\.\d+): (.*)$`)
 
 	pySniffProcRE   = regexp.MustCompile(sniffPrefix + `Process \d+: .*\n(?:\d{4}-\d\d-\d\d\S* )?[ \t>]*Python v\d`)
 	pySniffThreadRE = regexp.MustCompile(sniffPrefix + `Thread(?: (?:\d+|0[xX][0-9a-fA-F]+)(?: \((?:idle|active|active\+gil|gil)\))?| \((?:idle|active|active\+gil|gil)\))(?:: ".*")?[ \t]*\r?\n[ \t>]+\S.* \([^()\n]*\)[ \t]*\r?$`)
