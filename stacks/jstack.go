@@ -1,6 +1,7 @@
 package stacks
 
 import (
+	"fmt"
 	"hash/fnv"
 	"io"
 	"regexp"
@@ -65,6 +66,9 @@ type jThread struct {
 	waitKind string // "monitor", "juc", "class-init"
 	holds    map[uint64]bool
 	ownerBy  string // the owner's name, from the deadlock summary
+	// blocks are the threads IntelliJ says wait for a lock this one
+	// holds ("blocks GstBus@1407").
+	blocks []string
 }
 
 // ParseJstack reads a Java thread dump (see above) into one process.
@@ -74,6 +78,7 @@ func ParseJstack(r io.Reader) (*Snapshot, []Skipped, error) {
 	var snap *Snapshot
 	if len(p.threads) > 0 {
 		proc := &Process{Pid: p.pid, Threads: []*Thread{}, Runtime: p.runtime}
+		p.absentOwners()
 		p.resolve()
 		for _, jt := range p.threads {
 			if jt.t.Stack == nil {
@@ -170,7 +175,13 @@ func (p *jParser) line(l textLine) {
 			return
 		}
 	case strings.HasPrefix(t, "blocks "):
-		return // IntelliJ: who waits for this thread
+		// IntelliJ: who waits for a lock this thread holds
+		for _, n := range strings.Split(strings.TrimPrefix(t, "blocks "), ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				p.cur.blocks = append(p.cur.blocks, n)
+			}
+		}
+		return
 	case strings.HasPrefix(t, "waiting for ") && strings.Contains(t, " to release lock on <"):
 		if m := jIdeaWaitRE.FindStringSubmatch(t); m != nil {
 			p.cur.setWait(parseJAddr(m[2]), m[3], "monitor")
@@ -296,6 +307,48 @@ func (p *jParser) summaryLine(l textLine, t string) {
 		return // another spelling of a wait: the stacks say it
 	}
 	p.track.skip(l.no, "not a Java thread")
+}
+
+// absentOwners: IntelliJ names the thread a waiter waits for ("waiting
+// for GstBus@1407 to release lock on <0x5b9>") and the threads that wait
+// for it ("blocks GstBus@1407") even when the paste holds only the
+// waiter's stack. A named thread that is not in the paste becomes a
+// thread without a stack (a note says so), and one the waiter blocks
+// waits for a lock the waiter holds, whose address the dump does not
+// print (one is made from the holder's name), so that the wait-for graph
+// has both edges the dump states.
+func (p *jParser) absentOwners() {
+	for _, jt := range append([]*jThread(nil), p.threads...) {
+		for _, name := range append([]string{jt.ownerBy}, jt.blocks...) {
+			if name == "" || p.byName[name] != nil {
+				continue
+			}
+			p.fakeTid = max(p.fakeTid, p.maxTid()) + 1 // an id no thread of the paste has
+			o := &jThread{t: &Thread{Name: name, Tid: p.fakeTid, Stack: []Frame{},
+				Notes: []string{fmt.Sprintf("not in the paste: named by %q's lock lines (IntelliJ's \"waiting for … to release lock\", \"blocks …\")", jt.t.Name)}}}
+			p.threads = append(p.threads, o)
+			p.byName[name] = o
+		}
+	}
+	for _, jt := range p.threads {
+		for _, name := range jt.blocks {
+			if o := p.byName[name]; o != nil && o.waitObj == 0 && o != jt {
+				h := fnv.New64a()
+				h.Write([]byte("held by " + jt.t.Name))
+				addr := h.Sum64() | 1<<63
+				o.setWait(addr, "a lock "+jt.t.Name+" holds", "monitor")
+				jt.hold(addr)
+			}
+		}
+	}
+}
+
+func (p *jParser) maxTid() int {
+	m := 0
+	for _, jt := range p.threads {
+		m = max(m, jt.t.Tid)
+	}
+	return m
 }
 
 // resolve gives each lock wait its owner.
