@@ -297,14 +297,20 @@ func sameThread(a, b *stacks.Thread) bool { return a != b && a.Tid != 0 && a.Tid
 // distinctThreads are a process's threads with a thread shown twice
 // taken once, by its fuller stack (the other copy is gdb's `frame`
 // output of a few of its frames).
+// (By a map of tids: a search of out per thread was quadratic, 8 s on
+// the 34,000 threads of a 32 MB dump.)
 func distinctThreads(p *stacks.Process) []*stacks.Thread {
-	var out []*stacks.Thread
+	out := make([]*stacks.Thread, 0, len(p.Threads))
+	at := map[int]int{} // tid -> its index in out
 	for _, t := range p.Threads {
-		if i := slices.IndexFunc(out, func(o *stacks.Thread) bool { return sameThread(o, t) }); i >= 0 {
+		if i, ok := at[t.Tid]; ok && sameThread(out[i], t) {
 			if len(t.Stack) > len(out[i].Stack) {
 				out[i] = t
 			}
 			continue
+		}
+		if t.Tid != 0 {
+			at[t.Tid] = len(out)
 		}
 		out = append(out, t)
 	}

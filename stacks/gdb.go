@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -97,6 +98,8 @@ type gdbThread struct {
 	pyBT     bool // under "Traceback (most recent call first):" (py-bt)
 	srcNext  bool // a py-bt frame was read: its source line may follow
 	sealed   bool // its stack is final and shared (share.go)
+	// onScratch: its Stack and hasAddr are the parser's scratch buffers
+	onScratch bool
 }
 
 // gdbFrame is what parseGDBFrame makes of one frame's text.
@@ -113,7 +116,11 @@ type gdbParser struct {
 	skipped []Skipped
 	anyAddr bool           // some frame shows an address: inlined frames can be told
 	frames  memo[gdbFrame] // frame texts parsed so far (share.go)
-	stacks  stackTable
+	// scratch buffers for the frames of the thread being read (seal)
+	scratch     []Frame
+	scratchAddr []bool
+	scratchBusy bool
+	stacks      stackTable
 
 	ctxTid  int // from "[Switching to thread …]" / "[Current thread is …]"
 	lastSkp int // index+1 in skipped of the range still open, 0 when none
@@ -562,12 +569,26 @@ func (p *gdbParser) header(l textLine, m []string) {
 // seal makes the stack of a thread whose frames have all been read the
 // one its equals share; without an address seen yet, inlined frames
 // cannot be marked and finish does it.
+// A thread being read appends its frames to the parser's scratch
+// buffers, which seal copies out of (once per distinct stack when it
+// can share): the stacks of a large dump are not grown frame by frame.
 func (p *gdbParser) seal(gt *gdbThread) {
-	if gt == nil || gt.sealed || !p.anyAddr {
+	if gt == nil || gt.sealed {
+		return
+	}
+	scratch := gt.onScratch
+	if scratch {
+		p.scratch, p.scratchAddr = gt.t.Stack[:0], gt.hasAddr[:0]
+		gt.onScratch, p.scratchBusy = false, false
+	}
+	if !p.anyAddr {
+		if scratch {
+			gt.t.Stack, gt.hasAddr = slices.Clone(gt.t.Stack), slices.Clone(gt.hasAddr)
+		}
 		return
 	}
 	markInlined(gt)
-	gt.t.Stack = p.stacks.share(gt.t.Stack)
+	gt.t.Stack = p.stacks.share(gt.t.Stack, scratch)
 	gt.hasAddr = nil
 	gt.sealed = true
 }
@@ -643,6 +664,10 @@ func (p *gdbParser) frame(l textLine, numStr, body string, cut bool) {
 		return gdbFrame{f, hasAddr, complete}
 	})
 	f, hasAddr, complete := pf.f, pf.hasAddr, pf.complete
+	if gt.t.Stack == nil && !p.scratchBusy {
+		gt.t.Stack, gt.hasAddr = p.scratch[:0], p.scratchAddr[:0]
+		gt.onScratch, p.scratchBusy = true, true
+	}
 	if hasAddr {
 		p.anyAddr = true
 	}
@@ -939,10 +964,10 @@ func (p *gdbParser) finish() {
 		if !gt.header && len(gt.t.Stack) == 1 && firsts[gt.rawFirst] > 0 {
 			continue // the stop location gdb printed before the backtraces
 		}
-		if p.anyAddr && !gt.sealed {
-			markInlined(gt)
+		p.seal(gt)
+		if !gt.sealed {
+			gt.t.Stack = p.stacks.share(gt.t.Stack, false)
 		}
-		gt.t.Stack = p.stacks.share(gt.t.Stack)
 		if len(gt.t.Stack) == 0 {
 			p.threadNote(gt, "no frames in the dump")
 		}

@@ -48,10 +48,14 @@ type stackTable struct {
 }
 
 // share returns a stack equal to st that earlier equal stacks share, st
-// itself (its capacity clipped, so that an append copies) when it is the
-// first. Nobody writes into a shared stack's frames.
-func (t *stackTable) share(st []Frame) []Frame {
+// itself (its capacity clipped, so that an append copies; a copy when
+// st is a buffer the caller reuses) when it is the first. Nobody writes
+// into a shared stack's frames.
+func (t *stackTable) share(st []Frame, reused bool) []Frame {
 	if len(st) == 0 {
+		if reused {
+			return nil
+		}
 		return st
 	}
 	if t.m == nil {
@@ -63,6 +67,9 @@ func (t *stackTable) share(st []Frame) []Frame {
 		if framesEqual(have, st) {
 			return have
 		}
+	}
+	if reused {
+		st = slices.Clone(st)
 	}
 	st = slices.Clip(st)
 	if t.n < maxMemo {

@@ -90,9 +90,9 @@ func TestStackTableShares(t *testing.T) {
 	mk := func(fn string) []Frame {
 		return append(make([]Frame, 0, 8), Frame{Func: fn, Line: 3, Args: []Arg{{"m", "0x1"}}}, Frame{Func: "main"})
 	}
-	a := tab.share(mk("lock"))
-	b := tab.share(mk("lock"))
-	c := tab.share(mk("wait"))
+	a := tab.share(mk("lock"), false)
+	b := tab.share(mk("lock"), false)
+	c := tab.share(mk("wait"), false)
 	if &a[0] != &b[0] {
 		t.Error("equal stacks do not share")
 	}
@@ -105,7 +105,7 @@ func TestStackTableShares(t *testing.T) {
 	}
 	withArg := mk("lock")
 	withArg[0].Args = []Arg{{"m", "0x2"}}
-	if e := tab.share(withArg); &e[0] == &a[0] {
+	if e := tab.share(withArg, true); &e[0] == &a[0] {
 		t.Error("stacks that differ in an argument share")
 	}
 }
