@@ -107,6 +107,8 @@ var libHangs = []libHang{
 		ids: []string{"lock-order-cycle"}, threads: []string{"ab", "ba"}},
 	{name: "PythonABBA", argv: python("py_abba.py"),
 		ids: []string{"lock-order-cycle"}, threads: []string{"ab", "ba"}},
+	{name: "PythonFinalizerReentry", argv: python("py_finalizer_reentry.py"),
+		ids: []string{"self-deadlock"}, threads: []string{"main"}, says: []string{"Collector.activate", "weakref callback"}},
 	{name: "ParkingLotRelock", argv: cargo("rust_parking_lot"),
 		ids: []string{"self-deadlock"}, threads: []string{"worker"}, says: []string{"Cache::evict"}},
 }

@@ -114,8 +114,10 @@ type loneWaiter struct {
 	others string
 	pool   stacks.Frame
 	// dispatch says how the thread is the one that drains the serial
-	// queue it dispatch_syncs onto (dispatchOwnQueue).
-	dispatch string
+	// queue it dispatch_syncs onto (dispatchOwnQueue); pyReentry: the
+	// re-entered function is Python code (pyReentry).
+	dispatch  string
+	pyReentry bool
 	// loader says how the stack involves the dynamic loader (loaderSide).
 	loader string
 	// reentry says how the stack shows the waiter holding its own lock
@@ -171,6 +173,10 @@ func (a *Analysis) loneWaiterOf(p *stacks.Process) (loneWaiter, bool) {
 	}
 	if why := dispatchOwnQueue(t); why != "" {
 		lw.dispatch = why
+		return lw, true
+	}
+	if why := pyReentry(t); why != "" {
+		lw.reentry, lw.conf, lw.pyReentry = why, Medium, true
 		return lw, true
 	}
 	if why := reentryOnStack(a, t); why != "" {
@@ -523,6 +529,9 @@ func (a *Analysis) loneWaiterDiagnosis(lw loneWaiter) Diagnosis {
 			d.Summary = fmt.Sprintf("%s waits for %s in %s, which it already holds: its own stack shows it re-entering the code that took the lock",
 				threadLabel(t), lock, site)
 			d.Chain = []string{waits, lw.reentry, only}
+			if lw.pyReentry {
+				d.Fix = pyReentryFix
+			}
 		} else if lw.rule != nil {
 			d.Chain = append(d.Chain, fmt.Sprintf("the frames match known issue `%s`, in which the thread re-locks a lock it holds", lw.rule.ID))
 		} else {
