@@ -99,6 +99,7 @@ type goParser struct {
 
 	intern map[string]string
 	notes  map[string]bool // process notes already given, for proc
+	stacks stackTable
 }
 
 // goInternMax bounds the strings kept for sharing (function names and
@@ -568,7 +569,11 @@ func isGoRegisterLine(t string) bool {
 // starts reading th.
 func (p *goParser) setCur(th *Thread, drop bool) {
 	if p.cur != nil && !p.drop && len(p.frames) > 0 {
-		p.cur.Stack = append(p.cur.Stack[:len(p.cur.Stack):len(p.cur.Stack)], p.frames...)
+		if len(p.cur.Stack) == 0 {
+			p.cur.Stack = p.stacks.share(p.frames, true) // share.go: equal stacks, one copy
+		} else {
+			p.cur.Stack = append(p.cur.Stack[:len(p.cur.Stack):len(p.cur.Stack)], p.frames...)
+		}
 		if g := p.cur.Goroutine; g != nil {
 			g.Object = goWaitObject(p.cur.Stack)
 		}

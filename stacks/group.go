@@ -36,8 +36,22 @@ func runtimeOnly(g Group) bool {
 func GroupThreads(threads []*Thread) []Group {
 	index := map[string]int{}
 	var groups []Group
+	// a stack the parser shared among threads (share.go) is keyed once
+	type slice struct {
+		first *Frame
+		n     int
+	}
+	keys := map[slice]string{}
 	for _, t := range threads {
-		k := stackKey(t.Stack)
+		var k string
+		if len(t.Stack) == 0 {
+			k = stackKey(t.Stack)
+		} else if s := (slice{&t.Stack[0], len(t.Stack)}); keys[s] != "" {
+			k = keys[s]
+		} else {
+			k = stackKey(t.Stack)
+			keys[s] = k
+		}
 		i, ok := index[k]
 		if !ok {
 			i = len(groups)
