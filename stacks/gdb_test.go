@@ -462,3 +462,54 @@ func BenchmarkParseGDB100MB(b *testing.B) {
 func BenchmarkParseGDB(b *testing.B) {
 	benchmarkDumps(b, "gdb", ParseGDB)
 }
+
+// TestParseGDBInfoThreads: gdb's `info threads` table gives each thread
+// its tid, name and the frame it stopped in; with `thread apply all bt`
+// after it, each backtrace replaces its row's frame (one thread each, no
+// note); alone, the rows are the threads, and a note says what to paste.
+func TestParseGDBInfoThreads(t *testing.T) {
+	snap, skipped := parseStoredDump(t, "gdb", "variant_info_threads_bt.txt", ParseGDB)
+	checkSkipped(t, skipped)
+	p := snap.Processes[0]
+	if len(p.Threads) != 3 || len(p.Notes) != 0 {
+		t.Fatalf("%d threads, notes %q: want the 3 threads once, no note", len(p.Threads), p.Notes)
+	}
+	for _, th := range p.Threads {
+		if th.Tid == 0 || th.Name == "" || len(th.Stack) < 6 {
+			t.Errorf("thread %d %q: %d frames, want the backtrace's", th.Tid, th.Name, len(th.Stack))
+		}
+	}
+	snap, skipped = parseStoredDump(t, "gdb", "variant_info_threads.txt", ParseGDB)
+	checkSkipped(t, skipped)
+	p = snap.Processes[0]
+	if len(p.Threads) != 3 || p.Pid != p.Threads[0].Tid || len(p.Notes) != 1 || !strings.Contains(p.Notes[0], "`thread apply all bt`") {
+		t.Fatalf("table alone: pid %d, %d threads, notes %q", p.Pid, len(p.Threads), p.Notes)
+	}
+	ab := p.Threads[1]
+	if ab.Name != "transfer-ab" || len(ab.Stack) != 1 || ab.Stack[0].Func != "futex_wait" || ab.Stack[0].Line != 146 ||
+		len(ab.Stack[0].Args) != 3 || ab.Stack[0].Args[2].Value != "0x560d194030e0 <lock_b>" {
+		t.Errorf("row 2: %+v", ab)
+	}
+}
+
+// `info threads` then `bt` (no header: the current thread's) is the
+// row's thread with the backtrace, as in the corpus report
+// gdb-cpython-91776 (the input below is hand-written after it).
+func TestParseGDBInfoThreadsThenBT(t *testing.T) {
+	in := "(gdb) info threads\n" +
+		"  Id   Target Id                                   Frame \n" +
+		"* 1    Thread 0x7f87cc04b280 (LWP 329024) \"python\" 0x00007f87cc3aa454 in do_futex_wait.constprop () from /lib/libpthread.so.0\n" +
+		"  2    Thread 0x7f87cc04c280 (LWP 329025) \"python\" 0x00007f87cc3aa454 in do_futex_wait.constprop () from /lib/libpthread.so.0\n" +
+		"(gdb) bt\n" +
+		"#0  0x00007f87cc3aa454 in do_futex_wait.constprop () from /lib/libpthread.so.0\n" +
+		"#1  0x00007f87cc3aa548 in __new_sem_wait_slow.constprop.0 () from /lib/libpthread.so.0\n"
+	snap, skipped, err := ParseGDB(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSkipped(t, skipped)
+	p := snap.Processes[0]
+	if len(p.Threads) != 2 || p.Threads[0].Tid != 329024 || len(p.Threads[0].Stack) != 2 || len(p.Threads[1].Stack) != 1 {
+		t.Errorf("threads %+v: want the current row (*) with the bt, the other row alone", p.Threads)
+	}
+}

@@ -85,7 +85,7 @@ type lldbParser struct {
 var (
 	lldbProcessRE = regexp.MustCompile(`^Process (\d+) (?:stopped|detached|resuming|exited|launched|attached|running|is running|interrupted)\b`)
 	lldbAttachRE  = regexp.MustCompile(`^\(lldb\)\s+(?:process attach|attach)\b.*?(?:--pid|-p)\s+(\d+)`)
-	lldbExeRE     = regexp.MustCompile(`^(?:Executable module set to "(.+)"\.?|Current executable set to '(.+)' \([^()]*\)\.?)$`)
+	lldbExeRE     = regexp.MustCompile(`^(?:Executable module set to "(.+)"\.?|Current executable set to '(.+)' \([^()]*\)\.?|\(lldb\) target create "([^"]+)"(?: --core "[^"]+")?)$`)
 	lldbTidRE     = regexp.MustCompile(`\btid = (0x[0-9a-fA-F]+|\d+)`)
 	lldbCommandRE = regexp.MustCompile(`^[$#] +(?:sudo +)?(?:\S*/)?lldb(?:-\d+)?(?: (?:.*? )?(?:-p|--attach-pid) +(\d+)\b.*| .*)?$`)
 	lldbSourceRE  = regexp.MustCompile(`^(?:-> +)?\d+ *\t|^-> +\d+`)
@@ -158,6 +158,9 @@ func (p *lldbParser) meta(l textLine) bool {
 		exe := m[1]
 		if exe == "" {
 			exe = m[2]
+		}
+		if exe == "" {
+			exe = m[3] // (lldb) target create "EXE" --core "CORE"
 		}
 		if pr := p.process(); pr.p.Exe == "" {
 			pr.p.Exe = exe

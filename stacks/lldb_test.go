@@ -1,6 +1,9 @@
 package stacks
 
 import (
+	"bytes"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -417,4 +420,63 @@ func TestParseLLDBLinearTime(t *testing.T) {
 // BenchmarkParseLLDB reports parse speed (MB/s) over every stored dump.
 func BenchmarkParseLLDB(b *testing.B) {
 	benchmarkDumps(b, "lldb", ParseLLDB)
+}
+
+// TestLLDBSessionIsOneProcess: an lldb session shows each thread several
+// times (the attach's stop report, `thread list`, the backtraces): read
+// through Parse (detection and splitting, as analyze does) it is one
+// process; the same session pasted twice is two.
+func TestLLDBSessionIsOneProcess(t *testing.T) {
+	for _, f := range storedDumps(t, "lldb") {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap, _, _, err := Parse(bytes.NewReader(b), "")
+		if err != nil || len(snap.Processes) != 1 {
+			t.Errorf("%s: %v, want one process", filepath.Base(f), err)
+			continue
+		}
+		if !strings.HasSuffix(f, ".md") && !strings.Contains(f, "thread_list") {
+			twice := append(append(append([]byte{}, b...), '\n'), b...)
+			if snap, _, _, err := Parse(bytes.NewReader(twice), ""); err != nil || len(snap.Processes) != 2 {
+				t.Errorf("%s twice: want two processes", filepath.Base(f))
+			}
+		}
+	}
+}
+
+// TestLLDBVariants: `thread backtrace all -c 3` keeps three frames a
+// thread; a core read with `target create --core` names its executable
+// and lldb's broken Python tracebacks are notes, not skipped lines; a
+// stripped executable's frames (lldb's ___lldb_unnamed_symbolN + off) have
+// no symbol, as gdb's "??".
+func TestLLDBVariants(t *testing.T) {
+	snap, skipped := parseLLDBFile(t, "variant_tba_count3.txt")
+	checkSkipped(t, skipped)
+	for _, th := range snap.Processes[0].Threads {
+		if len(th.Stack) != 3 {
+			t.Errorf("thread %d: %d frames, want 3", th.Tid, len(th.Stack))
+		}
+	}
+	snap, skipped = parseLLDBFile(t, "variant_core_bt_all.txt")
+	checkSkipped(t, skipped)
+	if p := snap.Processes[0]; p.Exe != "/tmp/dumpgen-variants/abba" || len(p.Threads) != 3 {
+		t.Errorf("core: exe %q, %d threads", p.Exe, len(p.Threads))
+	}
+	snap, _ = parseLLDBFile(t, "variant_stripped_bt_all.txt")
+	unnamed := 0
+	for _, th := range snap.Processes[0].Threads {
+		for _, f := range th.Stack {
+			if f.Module == "abba_stripped" {
+				unnamed++
+				if f.Func != "" {
+					t.Errorf("stripped: frame %+v, want lldb's ___lldb_unnamed_symbol read as no symbol", f)
+				}
+			}
+		}
+	}
+	if unnamed == 0 {
+		t.Error("stripped: no frame in the stripped executable")
+	}
 }
