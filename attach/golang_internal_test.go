@@ -61,17 +61,7 @@ func TextSegment(pid int) ([]byte, error) {
 func TestGoReadRefusesWrites(t *testing.T) {
 	patient.RequirePtrace(t)
 	p := patient.Start(t, patient.BuildGo(t, "panicker"))
-	before, err := TextSegment(p.Pid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tg, err := openTarget(p.Pid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := tg.runtime.(*goTarget); !ok {
-		t.Fatalf("the Go patient was not put on the Go path: notes %v", tg.proc.Notes)
-	}
+	before, tg := openGoTarget(t, p.Pid)
 	opts := Options{Samples: 3, Threads: true}
 	opts.defaults()
 	s := &sampler{opts: opts, tracer: newTracer()}
@@ -123,17 +113,7 @@ func mustTasks(t *testing.T, pid int) map[int]string {
 func TestGoArgsReadOnly(t *testing.T) {
 	patient.RequirePtrace(t)
 	p := patient.StartGo(t, patient.BuildGo(t, "abba"))
-	before, err := TextSegment(p.Pid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tg, err := openTarget(p.Pid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := tg.runtime.(*goTarget); !ok {
-		t.Fatalf("the Go patient was not put on the Go path: notes %v", tg.proc.Notes)
-	}
+	before, tg := openGoTarget(t, p.Pid)
 	opts := Options{Samples: 3}
 	opts.defaults()
 	s := &sampler{opts: opts, tracer: newTracer()}
@@ -167,4 +147,22 @@ func TestGoArgsReadOnly(t *testing.T) {
 	if !bytes.Equal(before, after) {
 		t.Fatal("the text segment changed")
 	}
+}
+
+// openGoTarget reads the text segment of the Go patient pid, then opens
+// it as Attach does and checks it is on the Go path.
+func openGoTarget(t *testing.T, pid int) ([]byte, *target) {
+	t.Helper()
+	before, err := TextSegment(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg, err := openTarget(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := tg.runtime.(*goTarget); !ok {
+		t.Fatalf("the Go patient was not put on the Go path: notes %v", tg.proc.Notes)
+	}
+	return before, tg
 }
