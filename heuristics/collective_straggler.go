@@ -187,7 +187,7 @@ func matchCollectiveStraggler(a *Analysis) []Diagnosis {
 	}
 	ranks := withoutLaunchers(all)
 	if len(ranks) < 3 {
-		return nil
+		return matchProgressTimeout(a) // a paste of a rank or two (collective_timeout.go)
 	}
 	// Group the ranks in a collective by the collective they called.
 	groups := map[string][]int{}

@@ -220,3 +220,44 @@ func TestStragglerDDTGroups(t *testing.T) {
 		}
 	}
 }
+
+// TestStragglerProgressTimeout: MPICH's progress-timeout reports
+// (hand-written here in their form, under mpirun -l's rank labels): a
+// rank waiting in MPI_Allreduce past the timeout waits for a rank that
+// has not joined (low); a rank in MPI_Recv with an unexpected message
+// from another rank pending is the straggler itself; in MPI_Recv with
+// nothing unexpected, nothing says who holds whom: no claim.
+func TestStragglerProgressTimeout(t *testing.T) {
+	coll := "[3] [2.001] 1 pending requests in pool 0\n[3]     ac000002: MPIDIG_do_isend: dest=0, tag=-10, data_sz=8\n" +
+		"[3] /opt/mpich/lib/libmpi.so.12(MPL_backtrace_show+0x39) [0x7f641d260f09]\n" +
+		"[3] /opt/mpich/lib/libmpi.so.12(+0x2fbe2c) [0x7f641d127e2c]\n" +
+		"[3] /opt/mpich/lib/libmpi.so.12(MPI_Allreduce+0x30a) [0x7f641ceeea5a]\n" +
+		"[3] ./solver(+0x126d) [0x56039857f26d]\n[3] /lib/x86_64-linux-gnu/libc.so.6(__libc_start_main+0x80) [0x7f641cc0ce40]\n"
+	snap, _, _, err := stacks.Parse(strings.NewReader(coll), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := one(t, "collective-straggler", snap)
+	if d.Confidence != Low || !strings.Contains(d.Summary, "rank 3 has waited in `MPI_Allreduce`") {
+		t.Errorf("%s: %s", d.Confidence, d.Summary)
+	}
+	recv := func(reqs string) string {
+		return "2 pending requests in pool 0\n" + reqs +
+			"/opt/mpich/lib/libmpi.so.12(MPL_backtrace_show+0x39) [0x7ff500f13a59]\n" +
+			"/opt/mpich/lib/libmpi.so.12(MPI_Recv+0x46d) [0x7ff500c42efd]\n./solver(+0x125f) [0x5603973bd25f]\n"
+	}
+	snap, _, _, err = stacks.Parse(strings.NewReader(recv("    ac000000: MPIDIG_do_irecv: source=4, tag=7, count=1, datatype=4c000405\n"+
+		"    ac000001: create_unexp_rreq: source=2, tag=1, data_sz=0\n")), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d = one(t, "collective-straggler", snap)
+	if !strings.Contains(d.Summary, "is the straggler") || !strings.Contains(d.Summary, "for rank 4") || !strings.Contains(d.Summary, "from rank 2 arrived unexpected") {
+		t.Errorf("%s", d.Summary)
+	}
+	snap, _, _, err = stacks.Parse(strings.NewReader(recv("    ac000000: MPIDIG_do_irecv: source=4, tag=7, count=1, datatype=4c000405\n")), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	none(t, "collective-straggler", snap)
+}

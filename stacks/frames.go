@@ -38,7 +38,13 @@ var (
 	flRustRE     = regexp.MustCompile(`^\d+:\s+(?:0x([0-9a-fA-F]+) - )?(\S.*?)(?:::h[0-9a-f]{16})?$`)
 	flFileOnlyRE = regexp.MustCompile(`^File: '(\S+?):(\d+)'$`)
 	flBlockedRE  = regexp.MustCompile(`^Thread: (\d+) waits for thread: (\d+)`)
-	flRankRE     = regexp.MustCompile(`^\[\d+\]\s+`)
+	flRankRE     = regexp.MustCompile(`^\[(\d+)\]\s+`)
+	// MPICH's progress-timeout report (MPIR_CVAR_DEBUG_PROGRESS_TIMEOUT):
+	// "[1.009] 2 pending requests in pool 0", then one line a request
+	// ("ac000000: MPIDIG_do_irecv: source=1, tag=0, …"), then the
+	// backtrace.
+	flMPICHRE    = regexp.MustCompile(`^(?:\[[\d.]+\]\s+)?(\d+ pending requests? in pool \d+)$`)
+	flMPICHReqRE = regexp.MustCompile(`^([0-9a-f]{8}):\s*(.*)$`)
 	// Delve's `goroutines -t`: "Goroutine 200 - User: file:line func (0x…)
 	// [chan send 3h2m1.5s]" (a "*" marks the current one).
 	flDelveRE = regexp.MustCompile(`^\*?\s*Goroutine (\d+) - \w+: .*\[([a-zA-Z][^\]]*?)(?: (\d[\d.hmsuµn]*s))?\]$`)
@@ -142,9 +148,22 @@ func leadingPC(s string) uint64 {
 
 // ParseFrames reads a list of frames in no tool's format (see above).
 func ParseFrames(r io.Reader) (*Snapshot, []Skipped, error) {
-	p := &flParser{proc: &Process{}}
+	first := &Process{}
+	p := &flParser{proc: first}
 	readErr := scanTextLines(r, p.line)
 	p.end()
+	if len(p.rankOrder) > 0 {
+		if len(first.Threads) > 0 {
+			p.ranks = append(p.ranks, first)
+		}
+		for _, rp := range p.rankOrder {
+			if len(rp.Threads) > 0 || rp.Message != "" {
+				p.ranks = append(p.ranks, rp)
+			}
+		}
+		p.proc = first
+		first.Threads = nil
+	}
 	var snap *Snapshot
 	if len(p.ranks) > 0 {
 		snap = &Snapshot{Schema: Schema, Source: "frames", Samples: 1, Processes: p.ranks}
@@ -174,9 +193,14 @@ type flParser struct {
 	path    []Frame
 	pathInd []int
 	pathN   string
-	groups  int        // the DDT leaves read
-	ranks   []*Process // a process per rank of the DDT leaves
-	owners  bool       // gdb's blocked command named owners
+	groups  int // the DDT leaves read
+	// mpirun -l's ranks, each a process; the first process keeps what
+	// no rank label precedes
+	rankProc  map[string]*Process
+	rankOrder []*Process
+	mpich     bool       // an MPICH progress-timeout report is being read
+	ranks     []*Process // a process per rank of the DDT leaves
+	owners    bool       // gdb's blocked command named owners
 }
 
 func (p *flParser) line(l textLine) {
@@ -194,8 +218,21 @@ func (p *flParser) line(l textLine) {
 		p.blocked(m)
 		return
 	}
-	if m := flRankRE.FindStringIndex(l.text); m != nil && !flSymsRE.MatchString(l.text) {
-		l.text = l.text[m[1]:] // mpirun -l's "[rank] " label
+	if m := flRankRE.FindStringSubmatchIndex(l.text); m != nil && !flSymsRE.MatchString(l.text) {
+		p.rank(l.text[m[2]:m[3]]) // mpirun -l's "[rank] " label: that rank's process
+		l.text = l.text[m[1]:]
+	}
+	if m := flMPICHRE.FindStringSubmatch(l.text); m != nil {
+		p.end()
+		p.proc.Message = "MPICH progress timeout: " + m[1]
+		p.mpich, p.header = true, ""
+		return
+	}
+	if m := flMPICHReqRE.FindStringSubmatch(l.text); m != nil && p.mpich && len(p.cur) == 0 {
+		if m[2] != "" {
+			p.proc.Notes = append(p.proc.Notes, MPICHRequestNote+m[1]+": "+m[2])
+		}
+		return
 	}
 	if f, ok := frameListLine(l.text); ok {
 		p.cur = append(p.cur, f)
@@ -211,6 +248,25 @@ func (p *flParser) line(l textLine) {
 	p.end()
 	p.header = l.text
 	p.track.skip(l.no, "not a frame")
+}
+
+// MPICHRequestNote starts the note of a request MPICH's progress-timeout
+// report lists as pending for a rank.
+const MPICHRequestNote = "MPICH pending request "
+
+// rank makes the process of rank n (mpirun -l's label) the one read.
+func (p *flParser) rank(n string) {
+	if p.rankProc[n] == nil {
+		if p.rankProc == nil {
+			p.rankProc = map[string]*Process{}
+		}
+		p.rankProc[n] = &Process{Label: "rank " + n}
+		p.rankOrder = append(p.rankOrder, p.rankProc[n])
+	}
+	if p.proc != p.rankProc[n] {
+		p.end()
+		p.proc = p.rankProc[n]
+	}
 }
 
 // blocked reads gdb's `blocked` command (a gdb extension that reads
