@@ -33,6 +33,10 @@ type Options struct {
 	// structures by their release's layout even when the executable
 	// has DWARF (tests compare the two readers).
 	GoWithoutDWARF bool
+	// JVM reads a JVM's Java threads through the JDK's jcmd (jvm.go): the
+	// JVM's own attach mechanism, which starts a thread and a socket in
+	// the JVM that stay; off, the report says how to get them.
+	JVM bool
 	// Debuginfod says how debug files missing on disk are fetched from
 	// the servers in DEBUGINFOD_URLS (debuginfod.go).
 	Debuginfod DebuginfodOptions

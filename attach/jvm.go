@@ -13,13 +13,17 @@ import (
 )
 
 // A JVM's Java threads are not in its native stacks (libjvm's frames and
-// the JIT's code are). Where the JDK's jcmd is on the PATH, they are read
-// through it: `jcmd PID Thread.print -l` asks the JVM itself over its
-// attach mechanism (a signal and a socket the JVM serves; nothing is
-// written into its memory), after sampling, and its output is read as a
-// jstack dump: Java threads with their monitors, j.u.c locks and owners.
-// The native threads move to OSThreads. Without jcmd the report says it
-// is a JVM and how to get its threads.
+// the JIT's code are). With Options.JVM (hangdoc attach --jvm) and the
+// JDK's jcmd on the PATH, they are read through it: `jcmd PID
+// Thread.print -l` asks the JVM itself over its attach mechanism, after
+// sampling, and its output is read as a jstack dump: Java threads with
+// their monitors, j.u.c locks and owners. The native threads move to
+// OSThreads. It is opt-in because it changes the JVM, which hangdoc
+// otherwise never does: jcmd creates .attach_pidPID and sends SIGQUIT, and
+// the JVM starts an "Attach Listener" thread and serves the socket
+// /tmp/.java_pidPID, both for the rest of its life (TestAttachJVMOptIn
+// measures it: one thread more, the socket there). Without it the report
+// says it is a JVM and how to get its threads.
 
 // jvmTimeout bounds the jcmd call: a JVM wedged at a safepoint never
 // answers.
@@ -39,26 +43,34 @@ func isJVM(paths []string) bool {
 // sampling is over (a core holds no way to ask the JVM).
 type jvmRuntime struct{ noCore }
 
-func (jvmRuntime) live(tg *target, _ Options) runtimeReader {
+func (jvmRuntime) live(tg *target, o Options) runtimeReader {
 	if !isJVM(mappedPaths(tg.maps)) {
 		return nil
 	}
-	return jvmReader{}
+	return jvmReader{jcmd: o.JVM}
 }
 
-// jvmReader samples the native threads; its finish reads the Java ones.
-type jvmReader struct{ nativeRuntime }
+// jvmReader samples the native threads; its finish reads the Java ones
+// when jcmd is allowed.
+type jvmReader struct {
+	nativeRuntime
+	jcmd bool
+}
 
-func (jvmReader) finish(tg *target, _ time.Duration, _ *stacks.Evidence) {
+func (r jvmReader) finish(tg *target, _ time.Duration, _ *stacks.Evidence) {
 	if !tg.exited {
-		tg.readJVM()
+		tg.readJVM(r.jcmd)
 	}
 }
 
 // readJVM replaces the threads of a JVM with its Java threads, or notes
 // how to get them.
-func (tg *target) readJVM() {
+func (tg *target) readJVM(allowed bool) {
 	pid := strconv.Itoa(tg.pid)
+	if !allowed {
+		tg.proc.Notes = append(tg.proc.Notes, fmt.Sprintf("this is a JVM: its Java threads are not in the native stacks below; `hangdoc attach --jvm %s` reads them through the JDK's jcmd (the JVM then starts its Attach Listener thread and /tmp/.java_pid%s socket, which stay), or run `jcmd %s Thread.print -l` (or `jstack -l %s`) and `hangdoc analyze` the output", pid, pid, pid, pid))
+		return
+	}
 	jcmd, err := exec.LookPath("jcmd")
 	if err != nil {
 		tg.proc.Notes = append(tg.proc.Notes, fmt.Sprintf("this is a JVM: its Java threads are not in the native stacks below; install the JDK's jcmd for hangdoc to read them, or run `jcmd %s Thread.print -l` (or `jstack -l %s`, or `kill -3 %s`: the dump goes to the JVM's stdout) and `hangdoc analyze` the output", pid, pid, pid))

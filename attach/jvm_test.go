@@ -103,11 +103,42 @@ func TestJstackLive(t *testing.T) {
 	}
 }
 
-// TestAttachJVM: hangdoc attach on a JVM reads its Java threads through
-// jcmd and says so; the native threads are kept as OS threads.
-func TestAttachJVM(t *testing.T) {
+// TestAttachJVMOptIn: reading a JVM's Java threads through jcmd changes
+// the JVM (it starts an "Attach Listener" thread and serves the socket
+// /tmp/.java_pidPID, for the rest of its life), so it is opt-in. Without
+// Options.JVM the attach leaves the JVM as it was (no new thread, no
+// socket) and says how to get the Java threads; with it the Java threads
+// are read, the native ones kept as OS threads, and the change is there.
+// If a JDK ever answered jcmd without that change, this test fails: then
+// reading through jcmd could be the default.
+func TestAttachJVMOptIn(t *testing.T) {
 	p := startJavaPatient(t, "monitor")
+	sock := "/tmp/.java_pid" + itoa(p.Pid) // HotSpot on Linux: always /tmp
+	listener := func() bool {
+		comms, _ := filepath.Glob(filepath.Join("/proc", itoa(p.Pid), "task", "*", "comm"))
+		for _, c := range comms {
+			if b, _ := os.ReadFile(c); strings.TrimSpace(string(b)) == "Attach Listener" {
+				return true
+			}
+		}
+		return false
+	}
+	if listener() {
+		t.Fatal("the JVM runs an Attach Listener before any attach")
+	}
 	snap, err := attach.Attach(context.Background(), []int{p.Pid}, attach.Options{Samples: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := strings.Join(snap.Processes[0].Notes, "\n")
+	if _, err := os.Stat(sock); err == nil || listener() {
+		t.Errorf("an attach without --jvm changed the JVM (socket %s or Attach Listener thread)", sock)
+	}
+	if !strings.Contains(notes, "--jvm") || len(snap.Processes[0].OSThreads) != 0 {
+		t.Errorf("without --jvm: notes %q, want the way to read the Java threads", notes)
+	}
+
+	snap, err = attach.Attach(context.Background(), []int{p.Pid}, attach.Options{Samples: 1, JVM: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,6 +147,9 @@ func TestAttachJVM(t *testing.T) {
 		t.Errorf("os threads %d, notes %q", len(pr.OSThreads), pr.Notes)
 	}
 	checkJavaCycle(t, snap)
+	if _, err := os.Stat(sock); err != nil || !listener() {
+		t.Errorf("jcmd left no trace in the JVM (socket: %v, Attach Listener: %v): reading through it may not need --jvm", err, listener())
+	}
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

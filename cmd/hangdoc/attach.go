@@ -22,6 +22,7 @@ type attachOptions struct {
 	interval time.Duration
 	tree     bool
 	threads  bool
+	jvm      bool
 	reportOptions
 }
 
@@ -80,6 +81,7 @@ Needs ptrace permission over the target: root, or CAP_SYS_PTRACE.`,
 	f.DurationVar(&opts.interval, "interval", 500*time.Millisecond, "time between samples")
 	f.BoolVar(&opts.tree, "tree", false, "also sample every descendant of each PID (the whole process tree)")
 	f.BoolVar(&opts.threads, "threads", false, "for a Go program, also show its OS threads (its goroutines are shown either way)")
+	f.BoolVar(&opts.jvm, "jvm", false, "for a JVM, read its Java threads through the JDK's jcmd (the JVM starts its attach listener thread and socket, which stay)")
 	opts.addFlags(cmd)
 	return cmd
 }
@@ -106,7 +108,7 @@ func runAttach(ctx context.Context, opts *attachOptions, ios *ioStreams) error {
 		return err
 	}
 	pr := newProgress(ios.errOut)
-	aopts := attach.Options{Samples: opts.samples, Interval: opts.interval, Progress: pr.update, Threads: opts.threads,
+	aopts := attach.Options{Samples: opts.samples, Interval: opts.interval, Progress: pr.update, Threads: opts.threads, JVM: opts.jvm,
 		Debuginfod: opts.debuginfodOptions(ios)}
 	var snap *stacks.Snapshot
 	if opts.tree {
