@@ -192,6 +192,7 @@ func (a *Analysis) LockDiagnosed(p *stacks.Process) bool {
 		for _, r := range findArgRelocks(a) {
 			mark(r.ref)
 		}
+		mark(findGILRetakes(a)...)
 		for _, f := range findGILDeadlocks(a) {
 			mark(f.holder)
 		}

@@ -151,6 +151,28 @@ func testLivePythonGILDeadlock(t *testing.T, python string) {
 	}
 }
 
+// The main thread takes back the GIL it holds (py_gilext.c's
+// regain_held, the shape of pybind11's gil_scoped_acquire with a lost
+// thread state): the interpreter records it as the GIL's holder while it
+// waits in take_gil. Debian's 3.11 only: 3.13 aborts instead of waiting.
+func TestLivePythonGILRetake(t *testing.T) {
+	patient.RequireTool(t, patient.Python)
+	dir := buildGILExt(t, patient.Python)
+	script := patient.Build(t, "py_gil_reacquire.py")
+	l := startLive(t, []string{patient.Python, script, dir}, nil)
+	pid := l.p.Pid
+	waiter := l.p.Int(t, "waiter")
+	wantFrames(t, l.thread(t, pid, waiter), "take_gil", "regain_held")
+	if d := l.top(t, "self-deadlock"); d != nil {
+		wantTids(t, d, "the thread that holds the GIL and waits for it", waiter)
+		wantConfidence(t, d, heuristics.High)
+		wantSummary(t, d, "records", "GIL's holder", "regain_held")
+	}
+	if l.find("gil-deadlock") != nil || l.find("lost-wakeup") != nil {
+		t.Errorf("diagnosis: a GIL deadlock or lost wake-up claimed beside the GIL taken back by its holder")
+	}
+}
+
 // A logging StreamHandler's stream lock held across the fork of a
 // multiprocessing worker (see py_logging_fork.py for why this, and not
 // the handler lock, is what hangs on 3.11). The tree is attached: the

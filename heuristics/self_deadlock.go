@@ -21,7 +21,10 @@ func init() {
 			"hang into an EDEADLK error at the second lock.",
 		Needs: []string{"owners"},
 		Rank:  20,
-		Match: func(a *Analysis) []Diagnosis { return append(matchSelfDeadlock(a), matchGoSelfDeadlock(a)...) }, // goroutines: go_self_deadlock.go
+		// goroutines: go_self_deadlock.go; the GIL taken back by its holder: gil_retake.go
+		Match: func(a *Analysis) []Diagnosis {
+			return append(append(matchSelfDeadlock(a), matchGoSelfDeadlock(a)...), matchGILRetake(a)...)
+		},
 	})
 }
 

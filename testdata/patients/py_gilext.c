@@ -14,6 +14,9 @@
  *   waiter=<tid of main, the GIL holder>
  *   ready
  *
+ * regain_held() (py_gil_reacquire.py) is the other patient's: the main
+ * thread takes back the GIL it holds.
+ *
  * Built by the test: gcc -shared -fPIC $(python3-config --includes).
  */
 #define PY_SSIZE_T_CLEAN
@@ -80,6 +83,43 @@ static PyObject *lock(PyObject *self, PyObject *unused) {
 	Py_RETURN_NONE;
 }
 
+/* regain_held(): takes the GIL back without having released it, as a
+ * binding that lost track of its thread state does (pybind11's
+ * gil_scoped_acquire on Python 3.7 with a pybind11 older than 2.2.4):
+ * take_gil waits for the GIL this very thread holds. CPython 3.11 waits
+ * for ever; 3.13 aborts ("non-NULL old thread state") before it waits. */
+static PyObject *regain_held(PyObject *self, PyObject *unused) {
+	main_tid = (int)syscall(SYS_gettid);
+	__atomic_store_n(&main_entering, 1, __ATOMIC_SEQ_CST);
+	PyEval_RestoreThread(PyThreadState_Get()); /* forever */
+	Py_RETURN_NONE;
+}
+
+/* self_watcher prints the waiter once it is seen asleep a few times in a
+ * row (take_gil wakes every switch interval). */
+static void *self_watcher(void *arg) {
+	for (int seen = 0; seen < 5;) {
+		nap(10000000);
+		if (main_tid && in_futex(main_tid))
+			seen++;
+		else
+			seen = 0;
+	}
+	char out[64];
+	int n = snprintf(out, sizeof out, "waiter=%d\nready\n", main_tid);
+	if (write(1, out, n) < 0)
+		_exit(3);
+	return NULL;
+}
+
+static PyObject *watch_self(PyObject *self, PyObject *unused) {
+	pthread_t t;
+	if (pthread_create(&t, NULL, self_watcher, NULL) != 0)
+		return PyErr_SetFromErrno(PyExc_OSError);
+	pthread_detach(t);
+	Py_RETURN_NONE;
+}
+
 static void *watcher(void *arg) {
 	/* take_gil wakes every 5 ms (the switch interval) to ask for the GIL:
 	 * both must be seen asleep a few times in a row. */
@@ -110,6 +150,8 @@ static PyMethodDef methods[] = {
 	{"has_mutex", has_mutex, METH_NOARGS, "whether hold_then_regain holds ext_mutex"},
 	{"lock", lock, METH_NOARGS, "lock ext_mutex holding the GIL"},
 	{"watch", watch, METH_NOARGS, "print ready once both threads sleep"},
+	{"regain_held", regain_held, METH_NOARGS, "take the GIL back while holding it"},
+	{"watch_self", watch_self, METH_NOARGS, "print ready once the regain_held thread sleeps"},
 	{NULL, NULL, 0, NULL},
 };
 
