@@ -40,7 +40,7 @@ func goSelfDeadlocks(gp *goProc) []goSelf {
 		}
 	}
 	if len(objs) == 0 {
-		return nil
+		return goUnknownRLocks(gp)
 	}
 	holders := goHolders(gp, objs)
 	writers := map[uint64]*gor{}
@@ -89,6 +89,34 @@ func goSelfDeadlocks(gp *goProc) []goSelf {
 	return out
 }
 
+// goUnknownRLocks: a dump that names no lock object (an abridged paste,
+// a pprof profile without arguments) and shows one goroutine waiting
+// to write-lock an RWMutex, readers waiting to read-lock one, each for a
+// minute or more, and nothing running: most likely one RWMutex, read
+// locked again behind the waiting writer (low confidence).
+func goUnknownRLocks(gp *goProc) []goSelf {
+	var writers, readers []*gor
+	for _, g := range gp.user() {
+		switch {
+		case g.kind == goRunning:
+			return nil
+		case g.obj != 0:
+		case g.kind == stacks.GoWaitWLock:
+			writers = append(writers, g)
+		case g.kind == stacks.GoWaitRLock && g.g.WaitMinutes > 0:
+			readers = append(readers, g)
+		}
+	}
+	if len(writers) != 1 || len(readers) == 0 {
+		return nil
+	}
+	var out []goSelf
+	for _, r := range readers {
+		out = append(out, goSelf{g: r, writer: writers[0]})
+	}
+	return out
+}
+
 // matchGoSelfDeadlock gives self-deadlock for goroutines.
 func matchGoSelfDeadlock(a *Analysis) []Diagnosis {
 	return perGoProc(a, goSelfDeadlocks, goSelfDiagnosis)
@@ -132,8 +160,8 @@ func goSelfDiagnosis(gp *goProc, s goSelf) Diagnosis {
 			"If instead a writer holds the lock and waits elsewhere, that wait is the cause."
 	case g.kind == stacks.GoWaitRLock:
 		d.Refs = []string{"https://pkg.go.dev/sync#RWMutex"}
-		d.Summary = fmt.Sprintf("recursive RLock with a writer waiting: %s read-locks sync.RWMutex %#x again in %s "+
-			"while %s waits to write-lock it in %s", g.label(), g.obj, g.where(), s.writer.label(), s.writer.where())
+		d.Summary = fmt.Sprintf("recursive RLock with a writer waiting: %s read-locks %s again in %s "+
+			"while %s waits to write-lock it in %s", g.label(), objText("sync.RWMutex", g.obj), g.where(), s.writer.label(), s.writer.where())
 		d.Chain = append(d.Chain, s.writer.label()+" "+s.writer.waitText(),
 			"a waiting writer makes every new RLock wait, and the writer waits for the read lock the reader holds: "+
 				"each waits for the other")
@@ -141,6 +169,12 @@ func goSelfDiagnosis(gp *goProc, s goSelf) Diagnosis {
 			"sync.RWMutex: \"If any goroutine calls Lock while the lock is already held by one or more readers, "+
 				"concurrent calls to RLock will block until the writer has acquired (and released) the lock\"; "+
 				"a recursive read lock is forbidden for that reason")
+		if g.obj == 0 {
+			d.Summary = fmt.Sprintf("most likely a recursive RLock behind a waiting writer: %s waits to read-lock an RWMutex in %s "+
+				"while %s waits to write-lock one in %s, both for minutes, and nothing runs", g.label(), g.where(), s.writer.label(), s.writer.where())
+			d.Evidence = append(d.Evidence, "the dump names no lock address: that both wait on one RWMutex is inferred "+
+				"(the only writer waiting, nothing running that could hold another)")
+		}
 		if !s.held {
 			d.Confidence = Low
 			d.Evidence = append(d.Evidence, "no frame of any goroutine received a pointer to this RWMutex: the "+

@@ -399,3 +399,26 @@ func TestGoPastedLeak(t *testing.T) {
 		t.Errorf("the sender alone: %s %s: %s", d.ID, d.Confidence, d.Summary)
 	}
 }
+
+// TestGoUnknownRWMutex (hand-written abridged pastes: headers with a
+// reader's "# name" after them, frames without addresses): one writer in
+// RWMutex.Lock and a reader in RLock, both for minutes, nothing running:
+// most likely a recursive RLock (low). Two writers, or a goroutine that
+// runs, leave it unsaid.
+func TestGoUnknownRWMutex(t *testing.T) {
+	w := "goroutine 421 [sync.RWMutex.Lock, 11 minutes]:   # writer\nmain.(*store).Reset(...)\n\t/src/store.go:68\n\n"
+	r := "goroutine 44 [sync.RWMutex.RLock, 11 minutes]:   # reader\nmain.(*store).Len(...)\n\t/src/store.go:114\nmain.(*store).Objects(...)\n\t/src/store.go:120\n\n"
+	ds := diagnoseGoText(t, w+r)
+	if d := ds[0]; d.ID != "self-deadlock" || d.Confidence != heuristics.Low || fmt.Sprint(d.Tids) != "[44 421]" {
+		t.Errorf("got %s %s %v: %s\nall: %s", d.ID, d.Confidence, d.Tids, d.Summary, goIDs(ds))
+	}
+	w2 := strings.ReplaceAll(w, "421", "422")
+	run := "goroutine 7 [running]:\nmain.work(...)\n\t/src/work.go:3\n\n"
+	for name, text := range map[string]string{"two writers": w + w2 + r, "a goroutine runs": w + r + run} {
+		for _, d := range diagnoseGoText(t, text) {
+			if d.ID == "self-deadlock" {
+				t.Errorf("%s: %s %s", name, d.ID, d.Summary)
+			}
+		}
+	}
+}

@@ -349,6 +349,9 @@ func (p *goParser) header(l textLine) bool {
 		rest = rest[sp+1:]
 	}
 	cut := false
+	if i := strings.Index(rest, "]:"); i > 0 && strings.HasPrefix(strings.TrimSpace(rest[i+2:]), "#") {
+		rest = rest[:i+2] // a reader's "   # name" after the header
+	}
 	switch {
 	case strings.HasPrefix(rest, "[") && strings.HasSuffix(rest, "]:"):
 		rest = rest[1 : len(rest)-2]
