@@ -89,6 +89,9 @@ func blockedIn(stack []stacks.Frame) (class waitClass, caller int, futex bool) {
 // futex internals (a dump cut short) could be anything.
 func waitOf(t *stacks.Thread) (class waitClass, caller int) {
 	class, caller, futex := blockedIn(t.Stack)
+	if class == notWaiting && !futex && t.Goroutine == nil {
+		class, caller = goLockInList(t.Stack)
+	}
 	w := t.Wait
 	if class == notWaiting && !futex && (w == nil || w.Syscall == "") {
 		// A signal came to a thread blocked in a wait (a watchdog's
@@ -267,4 +270,23 @@ func frameName(f stacks.Frame) string {
 		name = name[1:]
 	}
 	return name
+}
+
+// goLockInList: a Go stack pasted as a bare frame list (a hand-abridged
+// goroutine, no "goroutine N [status]:" header, so no goroutine was read)
+// whose innermost frame is sync's mutex wait is a lock wait like any
+// other; goroutines read as such are judged by their status instead.
+func goLockInList(st []stacks.Frame) (waitClass, int) {
+	if len(st) == 0 || stacks.IsPythonFrame(st[0]) {
+		return notWaiting, 0
+	}
+	r := stacks.FrameRow(st[0])
+	if r == nil || r.Runtime != "go" || !r.Role.IsLock() {
+		return notWaiting, 0
+	}
+	i := 1
+	for i < len(st) && stacks.FrameRow(st[i]) == r {
+		i++
+	}
+	return waitLock, i
 }

@@ -117,3 +117,46 @@ Traceback (most recent call first):
 	has(t, "chain", strings.Join(d.Chain, "\n"), "recursive lock")
 	none(t, "self-deadlock", snap)
 }
+
+// Go stacks pasted as bare frame lists, as people abridge them: the two
+// ABBA goroutines of the real SIGQUIT dump testdata/dumps/goroutines/
+// abba_sigquit.txt, each cut to its function names from sync's mutex
+// wait outwards, headers dropped (no goroutine id, no status). Two lock
+// waiters and nothing running: most likely a lock-order cycle (low).
+func TestGoFrameListLockWaiters(t *testing.T) {
+	raw, err := os.ReadFile("../testdata/dumps/goroutines/abba_sigquit.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lists []string
+	for _, block := range strings.Split(string(raw), "\n\n") {
+		i := strings.Index(block, "internal/sync.runtime_SemacquireMutex(")
+		if i < 0 {
+			continue
+		}
+		var fns []string
+		for _, line := range strings.Split(block[i:], "\n") {
+			if line == "" || line[0] == '\t' || line[0] == ' ' || strings.HasPrefix(line, "created by") {
+				continue
+			}
+			if i := strings.LastIndexByte(line, '('); i > 0 {
+				line = line[:i] // the arguments
+			}
+			fns = append(fns, line)
+		}
+		lists = append(lists, strings.Join(fns, "\n"))
+	}
+	if len(lists) != 2 {
+		t.Fatalf("%d goroutines in a mutex wait in abba_sigquit.txt, want the 2 of the cycle", len(lists))
+	}
+	snap, _, _, err := stacks.Parse(strings.NewReader(strings.Join(lists, "\n\n")+"\n"), "frames")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := one(t, "lock-order-cycle", snap)
+	if d.Confidence != Low {
+		t.Errorf("confidence %s, want low", d.Confidence)
+	}
+	has(t, "chain", strings.Join(d.Chain, "\n"), "main.(*bank).transfer")
+
+}

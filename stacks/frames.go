@@ -51,6 +51,9 @@ var (
 	// the sanitizers' symbolized frame: "#1 t1 /tmp/x.c:4 (x+0x11df)",
 	// "0 pthread_mutex_lock <null> (app+0x42f3e5)", a C++ signature with
 	// spaces, a column after the line, a BuildId after the module
+	// a Go function with its import path: "internal/sync.(*Mutex).Lock",
+	// "github.com/x/y.(*T).M", "golang.org/x/sync/errgroup.(*Group).Wait"
+	flGoPathRE  = regexp.MustCompile(`^(?:[\w.-]+/)+[\w.-]*\.(?:\(\*?[\w.\[\]]+\)\.)?[\w$.\[\]]+$`)
 	flSanRE     = regexp.MustCompile(`^#?\d+\s+(\S.*?)\s+(?:<null>|(\S+?):(\d+)(?::\d+)?)\s+\(([^()\s]+?)\+0x([0-9a-fA-F]+)\)(?:\s+\(BuildId: [0-9a-fA-F]+\))?$`)
 	flThreadRE  = regexp.MustCompile(`\b(?:[Tt]hread|[Gg]oroutine|LWP|tid|TID)[ #=:]*(\d+)`)
 	flEntryFunc = map[string]bool{"main": true, "_start": true, "start_thread": true, "clone": true, "clone3": true, "__libc_start_main": true, "runtime.main": true, "runtime.goexit": true, "<module>": true}
@@ -116,6 +119,9 @@ func frameListLine(t string) (Frame, bool) {
 			f.File = fm[2]
 			f.Line, _ = strconv.Atoi(fm[3])
 		}
+		return f, true
+	case flGoPathRE.MatchString(t):
+		f.Func = t
 		return f, true
 	case flBareRE.MatchString(t) && (pc != 0 || strings.ContainsAny(t, "_.:(") || strings.Contains(t, "::")):
 		f.Func = strings.TrimSuffix(t, "()")
