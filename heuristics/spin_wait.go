@@ -76,7 +76,7 @@ func spinWaitIn(a *Analysis, p *stacks.Process) (Diagnosis, bool) {
 func detectSpinWaitIn(a *Analysis, p *stacks.Process) (Diagnosis, bool) {
 	cpuEvidence := a.Snap.Evidence.CPU
 	var spins []spinner
-	var others []threadFacts
+	var rest []*stacks.Thread // the others' facts are copied only when a thread spins
 	for _, t := range p.Threads {
 		f := a.samplesOf(t)
 		if f.zombie {
@@ -85,11 +85,15 @@ func detectSpinWaitIn(a *Analysis, p *stacks.Process) (Diagnosis, bool) {
 		if s, ok := asSpinner(a, f, cpuEvidence); ok {
 			spins = append(spins, s)
 		} else {
-			others = append(others, f)
+			rest = append(rest, t)
 		}
 	}
 	if len(spins) == 0 {
 		return Diagnosis{}, false
+	}
+	others := make([]threadFacts, 0, len(rest))
+	for _, t := range rest {
+		others = append(others, a.samplesOf(t))
 	}
 	// The work could be running: then it is not starved.
 	spinTids := map[int]bool{}

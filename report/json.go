@@ -59,6 +59,11 @@ func (j *jsonStream) value(v any, depth int) {
 		j.err = err
 		return
 	}
+	j.indented(raw, depth)
+}
+
+// indented writes raw, compact JSON, as value does.
+func (j *jsonStream) indented(raw []byte, depth int) {
 	j.buf.Reset()
 	if err := json.Indent(&j.buf, raw, indentOf(depth), "  "); err != nil {
 		j.err = err
@@ -175,9 +180,78 @@ func (j *jsonStream) process(p *stacks.Process, depth int) {
 	}
 	j.object(raw, depth+1, map[string]func(){
 		"threads": func() {
-			j.list(len(p.Threads), depth+1, func(i int) { j.value(p.Threads[i], depth+2) })
+			stacks := map[stackID][]byte{}
+			j.list(len(p.Threads), depth+1, func(i int) { j.thread(p.Threads[i], depth+2, stacks) })
 		},
 	})
+}
+
+// stackID is a stack by its frames' memory: threads with equal stacks
+// share one []Frame (stacks/share.go).
+type stackID struct {
+	first *stacks.Frame
+	n     int
+}
+
+// stackKeyJSON is where a thread marshalled without its stack holds it,
+// once indented.
+var stackKeyJSON = []byte(`"stack": null`)
+
+// thread writes t as value does, marshalling, indenting and escaping a
+// stack that threads share once: the frames are most of a thread's
+// JSON, and a dump of 34,000 threads has a few hundred distinct stacks.
+// A value indented alone with its member's indent as prefix is the text
+// json.Indent writes for it inside the object.
+func (j *jsonStream) thread(t *stacks.Thread, depth int, cache map[stackID][]byte) {
+	if j.err != nil {
+		return
+	}
+	if len(t.Stack) == 0 || depth >= 15 {
+		j.value(t, depth)
+		return
+	}
+	id := stackID{&t.Stack[0], len(t.Stack)}
+	st, ok := cache[id]
+	if !ok {
+		raw, err := json.Marshal(t.Stack)
+		if err != nil {
+			j.err = err
+			return
+		}
+		var b bytes.Buffer
+		if err := json.Indent(&b, raw, indentOf(depth+1), "  "); err != nil {
+			j.err = err
+			return
+		}
+		st = bytes.Clone(escapeControls(b.Bytes()))
+		if len(cache) < 1<<16 {
+			cache[id] = st
+		}
+	}
+	head := *t
+	head.Stack = nil
+	raw, err := json.Marshal(&head)
+	if err != nil {
+		j.err = err
+		return
+	}
+	j.buf.Reset()
+	if err := json.Indent(&j.buf, raw, indentOf(depth), "  "); err != nil {
+		j.err = err
+		return
+	}
+	out := escapeControls(j.buf.Bytes())
+	// the first "stack" key is the thread's: those of its samples come
+	// after it, and no string holds an unescaped quote
+	i := bytes.Index(out, stackKeyJSON)
+	if i < 0 {
+		j.value(t, depth)
+		return
+	}
+	at := i + len(`"stack": `)
+	j.raw(out[:at])
+	j.raw(st)
+	j.raw(out[at+len("null"):])
 }
 
 // escapeControls writes the C1 controls and bidirectional overrides that

@@ -31,6 +31,21 @@ func TestJSONStreamsTheEncodersBytes(t *testing.T) {
 		}
 		snaps = append(snaps, snap)
 	}
+	// parsed dumps too: their threads share stacks (stacks/share.go),
+	// which the stream marshals once
+	for _, d := range []string{"gdb/threads10.txt", "goroutines/leak_sigquit.txt", "goroutines/abba_sigquit_system.txt"} {
+		f, err := os.Open(filepath.Join("..", "testdata", "dumps", d))
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap, _, _, err := stacks.Parse(f, "")
+		f.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", d, err)
+		}
+		snaps = append(snaps, snap)
+		files = append(files, d)
+	}
 	snaps = append(snaps, nil, &stacks.Snapshot{Schema: "hangdoc/v1"},
 		&stacks.Snapshot{Schema: "hangdoc/v1", Processes: []*stacks.Process{}},
 		&stacks.Snapshot{Schema: "hangdoc/v1", Processes: []*stacks.Process{{Pid: 1}, {Pid: 2, Threads: []*stacks.Thread{}}}})

@@ -91,6 +91,14 @@ func hashStack(seed maphash.Seed, st []Frame) uint64 {
 		h.WriteString(f.Module)
 		maphash.WriteComparable(&h, f.PC)
 		maphash.WriteComparable(&h, f.Line)
+		// arguments too: stacks that differ only in them (goroutines
+		// with their own channels) must not pile into one bucket
+		for _, a := range f.Args {
+			h.WriteString(a.Name)
+			h.WriteByte(0)
+			h.WriteString(a.Value)
+			h.WriteByte(0)
+		}
 	}
 	return h.Sum64()
 }
