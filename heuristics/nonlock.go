@@ -370,7 +370,7 @@ func detectCalmVerdict(a *Analysis, p *stacks.Process) (string, []threadFacts) {
 	if waitsOnStuck(a, p) {
 		return "", nil // it waits on a pipe or socket to a stuck process: waiting-on-process says so
 	}
-	if _, ok := pyProcessWaitIn(a, p); ok {
+	if _, ok := pyProcessWaitIn(a, p); ok && len(a.Snap.Processes) == 1 {
 		return "", nil // a Python thread waits on another process: waiting-on-process says so
 	}
 	if _, ok := spinWaitIn(a, p); ok {

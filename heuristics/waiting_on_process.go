@@ -379,7 +379,7 @@ func matchWaitingOnProcess(a *Analysis) []Diagnosis {
 		if v, _ := calmVerdict(a, p); v != "" {
 			continue // a verdict of its own already says what it does
 		}
-		if len(ws) == 0 && len(unsampled) == 0 {
+		if len(ws) == 0 && len(unsampled) == 0 && len(a.Snap.Processes) == 1 {
 			if w, ok := pyProcessWaitIn(a, p); ok {
 				out = append(out, pyProcessWaitDiagnosis(a, p, w))
 				continue
@@ -616,7 +616,11 @@ func calmChildDiagnosis(a *Analysis, p *stacks.Process, ws []procWait, unsampled
 			kids = append(kids, w)
 		}
 	}
-	if len(kids) == 0 && len(unsampled) == 0 && !slices.ContainsFunc(p.Threads, func(t *stacks.Thread) bool { return a.samplesOf(t).kind == wkChild }) {
+	// A snapshot of this process alone (a paste) whose stack waits for
+	// a child says so; with other processes beside it, one may be that
+	// child, and their own verdicts speak.
+	alone := len(a.Snap.Processes) == 1 && slices.ContainsFunc(p.Threads, func(t *stacks.Thread) bool { return a.samplesOf(t).kind == wkChild })
+	if len(kids) == 0 && len(unsampled) == 0 && !alone {
 		return Diagnosis{}, false
 	}
 	d := Diagnosis{Deadlock: false, Refs: waitRefs([]procWait{{kind: "child"}})}
