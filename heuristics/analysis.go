@@ -277,7 +277,7 @@ func (a *Analysis) findStuckLockWaiters(p *stacks.Process) []ThreadRef {
 			py = pyLockUse(t)
 		}
 		lock := class == waitLock || class == waitPyLock && (p.Fork != nil || forkChildSide(p).ok || pyLockTakenByC(t, caller) || py == waitPyLock)
-		if a.running(t) || (!lock && class != waitJoin && class != waitFutex && py != waitJoin) {
+		if a.running(t) && !sleepingSpinWaiter(t) || (!lock && class != waitJoin && class != waitFutex && py != waitJoin) {
 			return nil
 		}
 		if w := t.Wait; w != nil && w.Mutex != nil && a.resolveOwner(p, w.Mutex).Kind != OwnerUnknown {
@@ -321,6 +321,38 @@ func distinctThreads(p *stacks.Process) []*stacks.Thread {
 // threadCount is how many threads a process has in the snapshot, a
 // thread shown twice counted once.
 func threadCount(p *stacks.Process) int { return len(distinctThreads(p)) }
+
+// sleepingSpinWaiter: a thread caught running, in a sample or two,
+// between the sleeps of a spin lock's slow path (gperftools'
+// SpinLockDelay, Abseil's, TBB's: spin a little, then sleep in a futex
+// with a timeout, again and again) while it used almost no CPU: every
+// sample shows it inside the same spin lock's wait, so it waits, it does
+// not work. A spinner that burns CPU is running.
+func sleepingSpinWaiter(t *stacks.Thread) bool {
+	if t.CPU >= 5 || !spinWait(t.Stack) {
+		return false
+	}
+	for _, s := range t.Samples {
+		if s.CPUTicks > 5 || len(s.Stack) > 0 && !spinWait(s.Stack) {
+			return false
+		}
+	}
+	return true
+}
+
+// spinWait: the innermost lock wait of a stack is a spin lock's.
+func spinWait(st []stacks.Frame) bool {
+	for _, f := range st {
+		switch r := frameRole(f); {
+		case r == stacks.RoleSpin:
+			return true
+		case r == stacks.RolePark, r == stacks.RoleSyscall, r == stacks.RoleYield, f.Func == "":
+			continue
+		}
+		return false
+	}
+	return false
+}
 
 // pyLockTakenByC: the Python lock a thread waits for was asked for by C
 // code of its own (bufferedio's _enter_buffered_busy, _thread's

@@ -49,3 +49,20 @@ func TestDispatchSyncOntoOwnQueue(t *testing.T) {
 		}
 	}
 }
+
+// A spin lock's sleeping slow path caught running in one sample (the
+// thread woke between two futex sleeps of SpinLockDelay) is still a
+// wait: the process's lone lock waiter gets its verdict. Burning CPU in
+// the same frames, it is running, and no deadlock is claimed.
+func TestSpinWaiterCaughtBetweenSleeps(t *testing.T) {
+	spin := func(cpu float64, ticks uint64) *stacks.Snapshot {
+		g := thread(4243, "grower", "syscall", "base::internal::SpinLockDelay", "SpinLock::SlowLock", "tcmalloc::allocate_full_malloc_oom", "record_mapping", "MallocHook::InvokeSbrkHookSlow", "sbrk", "tcmalloc::allocate_full_malloc_oom", "grower_main", "start_thread", "clone3")
+		g.CPU = cpu
+		g.Samples[1].State, g.Samples[1].CPUTicks = "R", ticks
+		main := thread(4242, "main", "__futex_abstimed_wait_common", "__pthread_clockjoin_ex", "pthread_join", "main")
+		return live(proc(4242, main, g))
+	}
+	d := one(t, "self-deadlock", spin(1, 2))
+	has(t, "summary", d.Summary, "allocator is on the stack twice", "record_mapping")
+	none(t, "self-deadlock", spin(60, 30))
+}
