@@ -63,7 +63,13 @@ func begins(t, next, cur string) string {
 		// no " in ", lldb says "frame #"
 		return "gdb"
 	case strings.HasPrefix(t, "Date/Time:") || strings.HasPrefix(t, "Process:") || strings.HasPrefix(t, "Heaviest stack for "):
-		if cur != "sample" && beginSpindumpRE.MatchString(t) {
+		if strings.HasPrefix(t, "Process:") && crashProcessNext(next) {
+			if cur != "crash-report" {
+				return "crash-report"
+			}
+			return ""
+		}
+		if cur != "sample" && cur != "crash-report" && beginSpindumpRE.MatchString(t) {
 			return "spindump"
 		}
 	case t == "Traceback (most recent call last):":
@@ -372,7 +378,7 @@ func (p *piece) advance() bool {
 	t := strings.TrimSpace(l.text)
 	if t != "" {
 		next := ""
-		if t == "{" || t == "[" || isDigit(t[0]) || strings.HasPrefix(t, "Process ") || strings.HasPrefix(t, "Traceback ") {
+		if t == "{" || t == "[" || isDigit(t[0]) || strings.HasPrefix(t, "Process") || strings.HasPrefix(t, "Traceback ") {
 			next = p.src.nextText(0)
 		}
 		b := ""
