@@ -322,6 +322,9 @@ func sameGoroutines(t *testing.T, want, got *stacks.Process, atLeast int) {
 			// frames must still agree.
 			continue
 		}
+		if !live && onSystemStack(wt.Stack, gt.Stack) {
+			continue
+		}
 		if !sameFrames(wt.Stack, gt.Stack) {
 			if bad++; bad <= 3 {
 				t.Errorf("goroutine %d (%s): frames without DWARF:\n%s\nthrough DWARF:\n%s", id, wg.Status, frameLines(gt.Stack), frameLines(wt.Stack))
@@ -331,6 +334,25 @@ func sameGoroutines(t *testing.T, want, got *stacks.Process, atLeast int) {
 	if live && compared < atLeast {
 		t.Errorf("only %d of %d goroutines compared, want %d", compared, len(w), atLeast)
 	}
+}
+
+// onSystemStack: in a core, a goroutine caught on its M's system stack
+// (inside runtime.systemstack or runtime.mcall, e.g. gosched_m or
+// forEachP taking sched.lock) is read by delve from the M's g0 stack on
+// top of its own, and without DWARF from its own saved frames only
+// (seen 2 in 25 runs under stress). The reader without DWARF does not
+// follow a goroutine onto the system stack: its frames must be delve's
+// below the switch, exactly.
+func onSystemStack(dwarf, bare []stacks.Frame) bool {
+	n := len(dwarf) - len(bare)
+	if n <= 0 || !sameFrames(dwarf[n:], bare) {
+		return false
+	}
+	switch sw := dwarf[n-1].Func; sw {
+	case "runtime.systemstack", "runtime.mcall":
+		return true
+	}
+	return false
 }
 
 // physical are a stack's machine frames: its inlined frames left out.
