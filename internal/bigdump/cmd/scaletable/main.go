@@ -32,11 +32,28 @@ type result struct {
 	err   error
 }
 
+// gnuTime is GNU time, which reports a child's peak RSS: wait4's own
+// figure for a child of this process is not the child's (Go starts it
+// with vfork, and Linux keeps the parent's high-water mark, which held
+// a generated dump, across the exec).
+const gnuTime = "/usr/bin/time"
+
 // measure runs argv with its output discarded (kept only for the first
-// line) and returns its wall time and peak resident set, from wait4.
+// line) and returns its wall time and peak resident set, from GNU time
+// (from wait4 when it is missing).
 func measure(timeout time.Duration, argv ...string) result {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	var rssFile string
+	if _, err := os.Stat(gnuTime); err == nil {
+		f, err := os.CreateTemp("", "scaletable-rss-")
+		if err == nil {
+			rssFile = f.Name()
+			f.Close()
+			defer os.Remove(rssFile)
+			argv = append([]string{gnuTime, "-q", "-f", "%M", "-o", rssFile}, argv...)
+		}
+	}
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	var out, errOut headWriter
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -46,6 +63,12 @@ func measure(timeout time.Duration, argv ...string) result {
 	if ps := cmd.ProcessState; ps != nil {
 		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
 			r.rssKB = ru.Maxrss
+		}
+	}
+	if rssFile != "" {
+		r.rssKB = 0
+		if b, err := os.ReadFile(rssFile); err == nil {
+			fmt.Sscan(strings.TrimSpace(string(b)), &r.rssKB)
 		}
 	}
 	r.first = errOut.firstLine()
