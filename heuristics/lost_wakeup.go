@@ -30,7 +30,9 @@ func init() {
 // running, at least one on a condvar, semaphore or futex; nil otherwise.
 // timed is set when one of the waits has a timeout (it polls).
 func (a *Analysis) lostWakeup(p *stacks.Process) (sleepers, behind []*stacks.Thread, timed bool) {
-	if p.Exited || a.LockDiagnosed(p) {
+	if p.Exited || a.LockDiagnosed(p) || !a.allThreads(p) {
+		// a paste of one thread's stack: the thread that would wake it
+		// may be any of those left out (an idle worker's `bt` reads so)
 		return nil, nil, false
 	}
 	for _, t := range p.Threads {

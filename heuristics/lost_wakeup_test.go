@@ -68,3 +68,17 @@ func TestLostWakeupBehindALock(t *testing.T) {
 	d := one(t, "lost-wakeup", live(p))
 	has(t, "chain", d.Chain[len(d.Chain)-2], "thread 64 `stats` waits for mutex `stats_lock`", "held by thread 61 `consumer`, which sleeps")
 }
+
+// Written by hand: one worker's `bt` pasted alone (no thread id of the
+// main thread, so not every thread is in the paste) sleeps on its
+// queue's condvar; whoever would signal it may be any thread left out,
+// so no lost wake-up is claimed. The whole process, its main thread
+// listed, joining that worker, is one.
+func TestLostWakeupNeedsEveryThread(t *testing.T) {
+	worker := thread(4711, "pool-worker", condFrames("wait_for_task", "worker_main", "start_thread")...)
+	none(t, "lost-wakeup", pasted(proc(100, worker)))
+
+	main := thread(100, "pool", joinFrames("shut_down_pool", "main")...)
+	d := one(t, "lost-wakeup", pasted(proc(100, worker, main)))
+	sameInts(t, "pids", d.Pids, 100)
+}
