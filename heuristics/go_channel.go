@@ -55,6 +55,9 @@ const goLongSendMinutes = 10
 func goOrphanedChannels(gp *goProc) []goOrphan {
 	var out []goOrphan
 	users := gp.user()
+	if gp.p.Message == stacks.GoLeakMessage {
+		return nil // goleak's report: goroutine-leak names them
+	}
 	if onlyChannelsAsleep(gp, users) {
 		for _, g := range users {
 			if g.kind == stacks.GoWaitSend || g.kind == stacks.GoWaitRecv {

@@ -40,6 +40,8 @@ type goLeak struct {
 	// pasted: found by goPastedLeaks in a few goroutines that stand for
 	// more (low confidence).
 	pasted bool
+	// goleak: the goroutines goleak reported at the end of a test.
+	goleak bool
 }
 
 // goLeaks groups the user goroutines blocked for ever by their stack
@@ -154,8 +156,36 @@ func goPastedLeaks(gp *goProc) []goLeak {
 	return out
 }
 
+// goleakLeaks: a dump that is go.uber.org/goleak's report lists only the
+// goroutines a test left running: they leaked, by the tool's check at
+// the end of the test, wherever they wait.
+func goleakLeaks(gp *goProc) []goLeak {
+	if gp.p.Message != stacks.GoLeakMessage {
+		return nil
+	}
+	l := goLeak{goleak: true}
+	for _, g := range gp.user() {
+		l.gs = append(l.gs, g)
+		if l.creator.Func == "" {
+			l.creator = g.g.CreatedBy
+		}
+		if g.g.CreatedBy.Func == l.creator.Func {
+			l.created++
+		}
+	}
+	if len(l.gs) == 0 {
+		return nil
+	}
+	return []goLeak{l}
+}
+
 func matchGoLeak(a *Analysis) []Diagnosis {
-	return perGoProc(a, func(gp *goProc) []goLeak { return append(goLeaks(gp), goPastedLeaks(gp)...) }, goLeakDiagnosis)
+	return perGoProc(a, func(gp *goProc) []goLeak {
+		if ls := goleakLeaks(gp); len(ls) > 0 {
+			return ls
+		}
+		return append(goLeaks(gp), goPastedLeaks(gp)...)
+	}, goLeakDiagnosis)
 }
 
 func goLeakDiagnosis(gp *goProc, l goLeak) Diagnosis {
@@ -164,7 +194,7 @@ func goLeakDiagnosis(gp *goProc, l goLeak) Diagnosis {
 	pids, tids := goRefs(l.gs...)
 	d := Diagnosis{Deadlock: true, Confidence: Medium, Pids: pids, Tids: tids,
 		Refs: []string{"https://github.com/uber-go/goleak", "https://go.dev/blog/pipelines"}}
-	if l.minutes == 0 || l.pasted {
+	if (l.minutes == 0 || l.pasted) && !l.goleak { // goleak checked at the test's end that they outlived it
 		d.Confidence = Low // parked under a minute: a burst may yet drain; or a few goroutines of a paste
 	}
 	n := len(l.gs)
@@ -174,6 +204,21 @@ func goLeakDiagnosis(gp *goProc, l goLeak) Diagnosis {
 	}
 	if l.minutes > 0 {
 		d.Summary += fmt.Sprintf(", for %d minutes or more (median)", l.minutes)
+	}
+	if l.goleak {
+		d.Summary = fmt.Sprintf("goleak found %d goroutines left running after the test, in %s", n, g.where())
+		if l.creator.Func != "" {
+			d.Summary += fmt.Sprintf(", started by %s", frameAt(l.creator))
+		}
+		for _, o := range l.gs {
+			d.Chain = append(d.Chain, o.label()+" "+o.waitText())
+		}
+		d.Chain = limitList(d.Chain, 8)
+		d.Chain = append(d.Chain, "goleak lists the goroutines that outlived the test: each was meant to end (a close, a cancellation, a reply) and did not")
+		d.Evidence = append(d.Evidence, g.stackLine(), "the dump is go.uber.org/goleak's report: it checked at the end of the test that these goroutines were still running")
+		d.Fix = fmt.Sprintf("Give the goroutines started by %s a way to end when their owner is done: close the channel they "+
+			"receive from, or select on a context's Done channel and cancel it in the owner's Close.", frameAt(l.creator))
+		return d
 	}
 	if l.pasted {
 		d.Summary = fmt.Sprintf("goroutines pile up in `%s`: %d of the dump are parked there, %s for %d minutes or more in a "+

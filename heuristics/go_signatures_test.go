@@ -422,3 +422,26 @@ func TestGoUnknownRWMutex(t *testing.T) {
 		}
 	}
 }
+
+// TestGoGoleakReport (hand-written in goleak's form: its header line, a
+// "Goroutine N in state …, with … on top of the stack:" line before each
+// goroutine): the goroutines goleak lists leaked, by its check at the end
+// of the test: goroutine-leak (medium) naming them, not a channel without
+// partner. The same goroutines in a plain dump are not called a leak.
+func TestGoGoleakReport(t *testing.T) {
+	recv := with(chanRecvFrames, "example.com/pool.(*Pool).loop(0xc000100000) /src/pool.go:55")
+	g1 := gr(31, "chan receive", "example.com/pool.New /src/pool.go:40 in 7", recv...)
+	g2 := gr(32, "chan receive", "example.com/pool.New /src/pool.go:40 in 8", recv...)
+	report := "--- FAIL: TestMain (0.00s)\nfound unexpected goroutines:\n" +
+		"Goroutine 31 in state chan receive, with example.com/pool.(*Pool).loop on top of the stack:\n" + g1 + "\n" +
+		"Goroutine 32 in state chan receive, with example.com/pool.(*Pool).loop on top of the stack:\n" + g2
+	ds := diagnoseGoText(t, report)
+	if d := ds[0]; d.ID != "goroutine-leak" || d.Confidence != heuristics.Medium || fmt.Sprint(d.Tids) != "[31 32]" || !strings.Contains(d.Summary, "goleak found 2 goroutines") {
+		t.Errorf("got %s %s %v: %s\nall: %s", d.ID, d.Confidence, d.Tids, d.Summary, goIDs(ds))
+	}
+	for _, d := range diagnoseGoText(t, goDump(g1, g2)) {
+		if d.ID == "goroutine-leak" {
+			t.Errorf("a plain dump of two receivers: %s", d.Summary)
+		}
+	}
+}

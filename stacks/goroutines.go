@@ -3,6 +3,7 @@ package stacks
 import (
 	"fmt"
 	"io"
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -489,6 +490,10 @@ func (p *goParser) meta(l textLine) bool {
 		p.message(t)
 		p.setCur(nil, false)
 		return true
+	case goleakRE.MatchString(t) || strings.HasSuffix(t, "found unexpected goroutines:"):
+		// go.uber.org/goleak's report: the goroutines a test left behind
+		p.message(GoLeakMessage)
+		return true
 	case strings.HasPrefix(t, "PC=0x") && strings.Contains(t, " m="):
 		return true // where the signal found the M that printed the dump
 	case strings.HasPrefix(t, "[signal ") && strings.HasSuffix(t, "]"):
@@ -624,6 +629,13 @@ func (p *goParser) endProcess() {
 	}
 	p.procs = append(p.procs, pr)
 }
+
+// GoLeakMessage is the message of a process whose dump is goleak's
+// report of the goroutines a test left running.
+const GoLeakMessage = "goleak: found unexpected goroutines"
+
+// goleakRE is goleak's line before each goroutine it reports.
+var goleakRE = regexp.MustCompile(`^Goroutine \d+ in state [^,]+, with .+ on top of the stack:$`)
 
 func (p *goParser) message(t string) {
 	if p.proc == nil {
