@@ -319,8 +319,20 @@ func distinctThreads(p *stacks.Process) []*stacks.Thread {
 }
 
 // threadCount is how many threads a process has in the snapshot, a
-// thread shown twice counted once.
-func threadCount(p *stacks.Process) int { return len(distinctThreads(p)) }
+// thread shown twice counted once, counted up to 2: its callers ask
+// "one, or more?", and a count of all took a pass and a map of every
+// thread per question.
+func threadCount(p *stacks.Process) int {
+	if len(p.Threads) == 0 {
+		return 0
+	}
+	for _, t := range p.Threads[1:] {
+		if !sameThread(p.Threads[0], t) {
+			return 2
+		}
+	}
+	return 1
+}
 
 // sleepingSpinWaiter: a thread caught running, in a sample or two,
 // between the sleeps of a spin lock's slow path (gperftools'
