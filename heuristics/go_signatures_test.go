@@ -329,7 +329,8 @@ func TestGoLoneReader(t *testing.T) {
 // mutex: it holds the database's writer lock and waits for another, one
 // half of a lock-order cycle (the mutex is no field of what the frames
 // received: not a relock of its own). Not said when a goroutine runs (it may
-// release the mutex), nor without the transaction frame.
+// release the mutex), nor without the transaction frame, nor under an
+// ORM's Update (gorm's holds no database lock).
 func TestGoHoldAndWait(t *testing.T) {
 	update := []string{"main.(*store).save.func1(0xc0000a4000) /src/store.go:41",
 		"go.etcd.io/bbolt.(*DB).Update(0xc000180000, 0xc0000b2f50) /go/pkg/mod/go.etcd.io/bbolt@v1.3.7/db.go:765",
@@ -342,7 +343,8 @@ func TestGoHoldAndWait(t *testing.T) {
 	}
 	running := gr(7, "running", "main.main /src/main.go:12 in 1", "main.work() /src/main.go:50")
 	noTx := gr(1, "sync.Mutex.Lock, 12 minutes", "", with(mutexWait("0xc000300010"), "main.(*store).save(0xc000120000) /src/store.go:38", "main.main() /src/main.go:20")...)
-	for name, dump := range map[string]string{"a goroutine runs": goDump(waiter, running), "no transaction": goDump(noTx)} {
+	gorm := gr(1, "sync.Mutex.Lock, 12 minutes", "", with(mutexWait("0xc000300010"), "gorm.io/gorm.(*DB).Update(0xc000180000, {0x9a1b2c, 0x4}) /go/pkg/mod/gorm.io/gorm@v1.25.0/finisher_api.go:393", "main.main() /src/main.go:20")...)
+	for name, dump := range map[string]string{"a goroutine runs": goDump(waiter, running), "no transaction": goDump(noTx), "an ORM's Update": goDump(gorm)} {
 		for _, d := range diagnoseGoText(t, dump) {
 			if d.ID == "lock-order-cycle" {
 				t.Errorf("%s: %s %s: %s", name, d.ID, d.Confidence, d.Summary)
