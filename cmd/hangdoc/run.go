@@ -67,10 +67,12 @@ process below CMD, also those that left the group, and daemons that
 double-forked (hangdoc is the tree's subreaper). A second SIGTERM or
 SIGINT while sampling cuts it short: the report shows what was read.
 
-On a terminal, CMD runs in its foreground, as a shell would run it: CMD
-reads the terminal and gets Ctrl-C and Ctrl-Z itself (Ctrl-Z suspends
-hangdoc with it; fg continues both). To diagnose a CMD that ignores
-Ctrl-C, send hangdoc SIGTERM, or use --timeout.
+On a terminal, Ctrl-C diagnoses CMD as SIGINT does, and Ctrl-Z suspends
+hangdoc and CMD together (fg continues both). A CMD that reads (or, with
+stty tostop, writes) the terminal is given it, as a shell gives it to a
+job it brings to the foreground: it reads what is typed, and from then on
+gets Ctrl-C and Ctrl-Z itself; diagnose it with --timeout or by sending
+hangdoc SIGTERM.
 Sampling needs ptrace permission over the tree: root, CAP_SYS_PTRACE,
 or kernel.yama.ptrace_scope<=1 (CMD is hangdoc's descendant).
 
@@ -188,8 +190,8 @@ func runRun(ctx context.Context, opts *runOptions, ios *ioStreams) error {
 	cmd := exec.Command(opts.argv[0], opts.argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = ios.in, ios.out, ios.errOut
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	// On a terminal, CMD's group becomes its foreground group while CMD
-	// runs (runterm.go).
+	// On a terminal, CMD's group becomes its foreground group when it
+	// wants the terminal (runterm.go).
 	term := foregroundTerminal(ios.in, ios.errOut, ios.out)
 	// Only when hangdoc's streams are not files (tests) does Wait copy
 	// output; a grandchild holding the pipe must not stall it.

@@ -203,3 +203,70 @@ func TestRunTerminalSuspend(t *testing.T) {
 		t.Errorf("sh exit %d; the terminal shows:\n%s", code, sc)
 	}
 }
+
+// TestRunTerminalInterrupt: Ctrl-C typed at `hangdoc run -- CMD` on a
+// terminal, while CMD (the ABBA patient, which never reads the
+// terminal) is stuck, reaches hangdoc, which diagnoses CMD's tree and
+// names the cycle: what a user who sees a command hang under hangdoc
+// run does. Ctrl-Z then fg, before it, suspends and continues both.
+func TestRunTerminalInterrupt(t *testing.T) {
+	patient.RequirePtrace(t)
+	bin := patient.Build(t, "abba.c", patient.O2g...)
+	master, slave := openPty(t)
+	sc := watchScreen(master)
+	script := fmt.Sprintf(`%s run --samples 1 -- %s; echo "suspended:$?"; fg; echo "fg:$?"`, hangdocBin(t), bin)
+	cmd, done := startOnTerminal(t, slave, "sh", "-mc", script)
+	sc.waitFor(t, "ready", 30*time.Second)
+	if _, err := master.WriteString("\x1a"); err != nil { // Ctrl-Z
+		t.Fatal(err)
+	}
+	sc.waitFor(t, "suspended:148", 10*time.Second)
+	// fg continued hangdoc, which continues the patient: both run
+	// again before Ctrl-C is typed.
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if n, _ := runningUnder(cmd.Process.Pid); n >= 2 {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("hangdoc and the patient were not continued by fg; the terminal shows:\n%s", sc)
+		}
+	}
+	if _, err := master.WriteString("\x03"); err != nil { // Ctrl-C
+		t.Fatal(err)
+	}
+	waitDone(t, done, "sh -m")
+	sc.waitFor(t, "lock-order-cycle", 10*time.Second)
+	sc.waitFor(t, fmt.Sprintf("fg:%d", exitHang), 10*time.Second)
+}
+
+// runningUnder counts the processes below pid that are not stopped.
+// A child is listed by the thread that forked it (Go forks from any).
+func runningUnder(pid int) (int, error) {
+	n := 0
+	var walk func(int) error
+	walk = func(p int) error {
+		lists, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", p))
+		if err != nil {
+			return err
+		}
+		var kids []string
+		for _, l := range lists {
+			b, _ := os.ReadFile(l)
+			kids = append(kids, strings.Fields(string(b))...)
+		}
+		for _, f := range kids {
+			var c int
+			fmt.Sscan(f, &c)
+			st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c))
+			if err == nil {
+				if i := strings.LastIndexByte(string(st), ')'); i > 0 && i+2 < len(st) && st[i+2] != 'T' {
+					n++
+				}
+			}
+			walk(c)
+		}
+		return nil
+	}
+	err := walk(pid)
+	return n, err
+}
