@@ -199,8 +199,8 @@ func (p *gdbParser) item(i int, l textLine) int {
 	if isFence(l.text) {
 		return i
 	}
-	if p.infoThreads(l) {
-		return i
+	if last, ok := p.infoThreads(i, l); ok {
+		return last
 	}
 	if num, ok := frameNumber(l.text); ok {
 		text, last := p.joinWrapped(i, l.text)
@@ -261,7 +261,10 @@ func (p *gdbParser) joinWrapped(i int, text string) (string, int) {
 		if !ok || next.text == "" || next.indent <= base || next.indent > base+6 {
 			break
 		}
-		tail := strings.HasPrefix(next.text, "at ") || strings.HasPrefix(next.text, "from ")
+		// gdb breaks a long frame before its "at"/"from", or before the
+		// argument list of a name that ends the line
+		tail := strings.HasPrefix(next.text, "at ") || strings.HasPrefix(next.text, "from ") ||
+			depth == 0 && strings.HasPrefix(next.text, "(") && !strings.HasSuffix(text, ")")
 		if depth <= 0 && !tail {
 			break
 		}
@@ -587,21 +590,25 @@ func (p *gdbParser) header(l textLine, m []string) {
 
 // infoThreads reads a line of gdb's `info threads` table: its column
 // header, or a row, which gives a thread with its first frame.
-func (p *gdbParser) infoThreads(l textLine) bool {
+func (p *gdbParser) infoThreads(i int, l textLine) (int, bool) {
 	t := l.text
 	if t[0] == 'I' && infoHeadRE.MatchString(t) {
-		return true
+		return i, true
 	}
 	if !isDigit(t[0]) && t[0] != '*' {
-		return false
+		return i, false
 	}
 	m := infoRowRE.FindStringSubmatch(t)
 	if m == nil {
-		return false
+		return i, false
+	}
+	joined, last := p.joinWrapped(i, t) // a long row's frame wraps as a frame line does
+	if last > i {
+		m = infoRowRE.FindStringSubmatch(joined)
 	}
 	f, hasAddr, complete := parseGDBFrame(m[3])
 	if f.Func == "" && !hasAddr {
-		return false
+		return i, false
 	}
 	gt := &gdbThread{t: &Thread{}, gdbNo: m[1], lastNo: 0, table: true, rawFirst: m[3]}
 	gt.t.Tid, gt.t.Name = parseLWP(m[2])
@@ -623,7 +630,7 @@ func (p *gdbParser) infoThreads(l textLine) bool {
 		p.curRow = gt
 	}
 	p.lastSkp = 0
-	return true
+	return last, true
 }
 
 // tableRow is the thread an `info threads` row gave for gdb's thread

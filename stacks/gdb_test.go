@@ -1,6 +1,7 @@
 package stacks
 
 import (
+	"bytes"
 	"github.com/hangdoc/hangdoc/internal/bigdump"
 
 	"reflect"
@@ -511,5 +512,26 @@ func TestParseGDBInfoThreadsThenBT(t *testing.T) {
 	p := snap.Processes[0]
 	if len(p.Threads) != 2 || p.Threads[0].Tid != 329024 || len(p.Threads[0].Stack) != 2 || len(p.Threads[1].Stack) != 1 {
 		t.Errorf("threads %+v: want the current row (*) with the bt, the other row alone", p.Threads)
+	}
+}
+
+// Real pasted `info threads` tables: an older gdb's with rows wrapped
+// before "()" (icinga2), an old one without the column header
+// (logcabin), detected as gdb and read row by row.
+func TestParseGDBInfoThreadsPasted(t *testing.T) {
+	for name, want := range map[string]int{"info_threads_icinga2_pasted.txt": 9, "info_threads_logcabin_pasted.txt": 11} {
+		snap, _, format, err := Parse(bytes.NewReader(readStoredDump(t, "gdb", name)), "")
+		if err != nil || format != "gdb" {
+			t.Fatalf("%s: %s, %v", name, format, err)
+		}
+		p := snap.Processes[0]
+		if len(p.Threads) != want {
+			t.Errorf("%s: %d threads, want %d", name, len(p.Threads), want)
+		}
+		for _, th := range p.Threads {
+			if th.Tid == 0 || len(th.Stack) != 1 || th.Stack[0].Func == "" || th.Stack[0].Module == "" {
+				t.Errorf("%s: thread %+v", name, th)
+			}
+		}
 	}
 }

@@ -67,9 +67,9 @@ func begins(t, next, cur string) string {
 			if cur != "crash-report" {
 				return "crash-report"
 			}
-			return ""
+			return "" // pieceIDs.cut: another report
 		}
-		if cur != "sample" && cur != "crash-report" && beginSpindumpRE.MatchString(t) {
+		if cur != "sample" && beginSpindumpRE.MatchString(t) {
 			return "spindump"
 		}
 	case t == "Traceback (most recent call last):":
@@ -85,6 +85,10 @@ func begins(t, next, cur string) string {
 		}
 	case t == "Stack (most recent call first):":
 		return "faulthandler"
+	case t[0] == 'I' && infoHeadRE.MatchString(t):
+		if cur != "gdb" && cur != "" && cur != "(start)" {
+			return "gdb" // gdb's info threads table after another dump
+		}
 	case strings.HasPrefix(t, "(lldb) "):
 		if cur != "lldb" {
 			return "lldb"
@@ -165,6 +169,10 @@ func repeatKey(format, t string) string {
 		if strings.HasPrefix(t, "Full thread dump ") {
 			return "full"
 		}
+	case "crash-report":
+		if m := crThreadRE.FindStringSubmatch(t); m != nil && m[4] == "" {
+			return m[1]
+		}
 	case "pprof-goroutine":
 		if ppTotalRE.MatchString(t) {
 			return "total"
@@ -212,6 +220,11 @@ func (g *pieceIDs) cut(format, t string) bool {
 	}
 	if format == "lldb" {
 		return g.cutLLDB(t)
+	}
+	if format == "crash-report" && (strings.HasPrefix(t, "Process:") || strings.HasPrefix(t, "Incident Identifier:") || strings.HasPrefix(t, "Exception Type:")) {
+		again := g.content && g.seen != nil
+		g.seen = nil
+		return again // another report's header
 	}
 	if format == "sample" && strings.HasPrefix(t, "Call graph:") || format == "hangdoc-json" && strings.HasPrefix(t, `"schema": "hangdoc/`) {
 		g.content = true

@@ -166,10 +166,10 @@ func pairProblem(a, b storedDump) string {
 func headed(name string) bool {
 	format, file := filepath.Split(name)
 	switch strings.TrimSuffix(format, "/") {
-	case "frames", "python-traceback":
-		return false
+	case "frames", "python-traceback", "ips":
+		return false // no header (an .ips paste is cut mid-JSON)
 	}
-	return !strings.HasPrefix(file, "pasted_") && !strings.HasPrefix(file, "intellij_") && !strings.HasPrefix(file, "yunikorn_") && file != "lock_sigusr2_current_only.txt"
+	return !strings.HasPrefix(file, "pasted_") && !strings.HasPrefix(file, "intellij_") && file != "mailcore2_webthread.txt" && !strings.HasPrefix(file, "yunikorn_") && file != "lock_sigusr2_current_only.txt"
 }
 
 // containsAll says whether have holds every element of want, as many
