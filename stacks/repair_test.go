@@ -170,6 +170,7 @@ func readShape(t *testing.T, in string) (string, []string) {
 var repairDumps = []string{
 	"gdb/sighandler.txt", "gdb/abba.txt", "gdb/mutex_o0g_full.txt", "eu-stack/abba_bl.txt",
 	"lldb/abba.txt", "goroutines/abba_sigquit.txt", "faulthandler/lock_sigabrt.txt", "py-spy/lock.txt",
+	"crash-report/looseleaf_deadlock.txt", "gdb/variant_info_threads_bt.txt",
 }
 
 func TestRepairDamage(t *testing.T) {
