@@ -16,73 +16,31 @@
  *
  * Expected stack (innermost first): syscall (futex) ← SpinLockDelay ←
  * SpinLock::SlowLock ← … tcmalloc large allocation ← malloc ←
- * record_mapping ← on_mmap/on_sbrk ← MallocHook … ← mmap/sbrk ←
+ * record_mapping ← grow_hook ← on_mmap/on_sbrk ← MallocHook … ← mmap/sbrk ←
  * TCMalloc_SystemAlloc ← PageHeap::GrowHeap ← … ← malloc ← grower_main
  * ← start_thread.
  * Expected verdict: self-deadlock naming the grower (the allocator on
  * its stack twice, the hook between).
  */
-#include "patient.h"
+#include "tcmalloc_grower.h"
 
-#include <gperftools/malloc_hook_c.h>
-#include <pthread.h>
-#include <stdatomic.h>
-
-#define BIG (64 << 20) /* more than the page heap has: it must grow */
-
-static _Atomic pid_t grower_tid;
-static _Atomic int armed;
 static _Atomic int in_hook;
-static void *volatile keep;
 
-/* Runs inside tcmalloc's mmap/sbrk, with pageheap_lock held. */
 static PATIENT_NOINLINE void record_mapping(size_t size)
 {
-	if (!atomic_exchange(&armed, 0))
-		return;
 	in_hook = 1;
 	keep = malloc(BIG + size % 4096); /* for ever: pageheap_lock is held below */
 	in_hook = 2;
 }
 
-static void on_mmap(const void *result, const void *start, size_t size, int prot, int flags, int fd, off_t offset)
+static PATIENT_NOINLINE void grow_hook(size_t size)
 {
-	(void)result, (void)start, (void)prot, (void)flags, (void)fd, (void)offset;
 	record_mapping(size);
-}
-
-static void on_sbrk(const void *result, ptrdiff_t increment)
-{
-	(void)result;
-	if (increment > 0)
-		record_mapping((size_t)increment);
-}
-
-static PATIENT_NOINLINE void *grower_main(void *arg)
-{
-	grower_tid = patient_gettid();
-	armed = 1;
-	keep = malloc(BIG * 2 + (size_t)arg);
-	return NULL;
+	in_hook = 3; /* after the call: no tail call, grow_hook keeps its frame */
 }
 
 int main(void)
 {
-	if (!MallocHook_AddMmapHook(on_mmap) || !MallocHook_AddSbrkHook(on_sbrk))
-		patient_die("MallocHook_Add*Hook");
-
-	pthread_t g;
-	if ((errno = pthread_create(&g, NULL, grower_main, NULL)) != 0)
-		patient_die("pthread_create");
-	pthread_setname_np(g, "grower");
-	struct timespec ms = {0, 1000000};
-	pid_t tid;
-	while ((tid = grower_tid) == 0 || in_hook != 1)
-		nanosleep(&ms, NULL);
-	int nr = PATIENT_SYS_FUTEX;
-	patient_wait_blocked(&tid, &nr, 1);
-	patient_sayf("grower=%d\n", (int)tid);
-	patient_ready();
-	pthread_join(g, NULL); /* for ever */
+	grower_run(&in_hook);
 	return 0;
 }

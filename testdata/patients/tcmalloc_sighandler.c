@@ -21,18 +21,11 @@
  * … ← malloc ← grower_main ← start_thread.
  * Expected verdict: signal-handler-reentry naming the grower.
  */
-#include "patient.h"
+#include "tcmalloc_grower.h"
 
-#include <gperftools/malloc_hook_c.h>
-#include <pthread.h>
-#include <stdatomic.h>
+#include <signal.h>
 
-#define BIG (64 << 20) /* more than the page heap has: it must grow */
-
-static _Atomic pid_t grower_tid;
-static _Atomic int armed;
 static _Atomic int in_handler;
-static void *volatile keep;
 
 static PATIENT_NOINLINE void on_sigusr1(int sig)
 {
@@ -41,32 +34,11 @@ static PATIENT_NOINLINE void on_sigusr1(int sig)
 	in_handler = 2;
 }
 
-/* Runs inside tcmalloc's sbrk/mmap, with pageheap_lock held. */
-static PATIENT_NOINLINE void grow_hook(void)
+/* The signal lands while tcmalloc holds pageheap_lock. */
+static PATIENT_NOINLINE void grow_hook(size_t size)
 {
-	if (atomic_exchange(&armed, 0))
-		raise(SIGUSR1);
-}
-
-static void on_mmap(const void *result, const void *start, size_t size, int prot, int flags, int fd, off_t offset)
-{
-	(void)result, (void)start, (void)size, (void)prot, (void)flags, (void)fd, (void)offset;
-	grow_hook();
-}
-
-static void on_sbrk(const void *result, ptrdiff_t increment)
-{
-	(void)result;
-	if (increment > 0)
-		grow_hook();
-}
-
-static PATIENT_NOINLINE void *grower_main(void *arg)
-{
-	grower_tid = patient_gettid();
-	armed = 1;
-	keep = malloc(BIG * 2 + (size_t)arg);
-	return NULL;
+	(void)size;
+	raise(SIGUSR1);
 }
 
 int main(void)
@@ -76,21 +48,6 @@ int main(void)
 	sa.sa_handler = on_sigusr1;
 	if (sigaction(SIGUSR1, &sa, NULL) != 0)
 		patient_die("sigaction");
-	if (!MallocHook_AddMmapHook(on_mmap) || !MallocHook_AddSbrkHook(on_sbrk))
-		patient_die("MallocHook_Add*Hook");
-
-	pthread_t g;
-	if ((errno = pthread_create(&g, NULL, grower_main, NULL)) != 0)
-		patient_die("pthread_create");
-	pthread_setname_np(g, "grower");
-	struct timespec ms = {0, 1000000};
-	pid_t tid;
-	while ((tid = grower_tid) == 0 || in_handler != 1)
-		nanosleep(&ms, NULL);
-	int nr = PATIENT_SYS_FUTEX;
-	patient_wait_blocked(&tid, &nr, 1);
-	patient_sayf("grower=%d\n", (int)tid);
-	patient_ready();
-	pthread_join(g, NULL); /* for ever */
+	grower_run(&in_handler);
 	return 0;
 }
