@@ -63,3 +63,21 @@ func TestDumpThenBinaryKeepsTheDump(t *testing.T) {
 		t.Errorf("notes %q do not say the input was cut", notes)
 	}
 }
+
+// A goroutine header of 70-80 columns is not a frame a mail client
+// wrapped: the frame under it stays its own line (goroutine ids of three
+// digits and more with GOTRACEBACK=system headers were read as one line
+// and skipped).
+func TestLongGoroutineHeaderIsNotWrapped(t *testing.T) {
+	in := "goroutine 100 gp=0xc67aac741e0 m=nil [sync.WaitGroup.Wait, 2 minutes]:\n" +
+		"runtime.gopark(0xc67aad0ae78?, 0x499782?, 0x50?, 0x61?, 0xc67aad12cf0?)\n" +
+		"\t/usr/local/go/src/runtime/proc.go:462 +0xce fp=0xc67aad0ae18 sp=0xc67aad0adf8 pc=0x47de6e\n" +
+		"main.main()\n\t/tmp/m/main.go:9 +0x1b\n"
+	snap, skipped, _, err := Parse(strings.NewReader(in), "")
+	if err != nil || len(skipped) != 0 || len(snap.Processes) != 1 || len(snap.Processes[0].Threads) != 1 {
+		t.Fatalf("snapshot %v, skipped %v, err %v", snap, skipped, err)
+	}
+	if th := snap.Processes[0].Threads[0]; th.Tid != 100 || len(th.Stack) != 2 || th.Stack[0].Func != "runtime.gopark" {
+		t.Errorf("goroutine %d, stack %+v", th.Tid, th.Stack)
+	}
+}

@@ -410,6 +410,18 @@ func (rp *repairer) next() (repLine, bool) {
 	}
 }
 
+// isHeaderLine says whether s is a thread header that ends where its
+// line does: "goroutine 100 gp=0x… m=nil [chan receive]:", "Thread 7
+// (Thread 0x… (LWP 8)):", not a frame wrapped after it.
+func isHeaderLine(s string) bool {
+	t := strings.TrimSpace(s)
+	if strings.HasPrefix(t, "goroutine ") {
+		return strings.HasSuffix(t, "]:")
+	}
+	_, ok := gdbBeginNo(t)
+	return ok
+}
+
 // lead is the first byte of s after the blanks regexp's \s matches, 0
 // for none.
 func lead(s string) byte {
@@ -448,7 +460,7 @@ func mayJournal(s string) bool {
 // one starts nothing of its own.
 func (rp *repairer) unwrap(l repLine) repLine {
 	seg := len(l.text) // the length of the last piece joined
-	if seg < 70 || seg > 80 || !wrapFrameRE.MatchString(l.text) {
+	if seg < 70 || seg > 80 || isHeaderLine(l.text) || !wrapFrameRE.MatchString(l.text) {
 		return l
 	}
 	for joins := 0; joins < 8 && seg >= 70 && seg <= 80; joins++ {
