@@ -800,6 +800,12 @@ func (p *gdbParser) implicitThread() *gdbThread {
 func parseGDBFrame(body string) (f Frame, hasAddr, complete bool) {
 	if strings.HasPrefix(body, "0x") {
 		pc, ok, rest, _ := framePC(body)
+		if strings.HasPrefix(rest, "  ") {
+			// pstack variants pad the columns: "0x…  in  f ()  from lib"
+			if t := strings.TrimLeft(rest, " "); strings.HasPrefix(t, "in ") {
+				rest = " in " + strings.TrimLeft(t[len("in "):], " ")
+			}
+		}
 		switch {
 		case strings.HasPrefix(rest, " in "):
 			if ok {
@@ -838,11 +844,11 @@ func isHex(c byte) bool {
 // parseTrailer takes " at FILE:LINE" or " from LIB" off the end of body
 // and fills the frame with it.
 func parseTrailer(f *Frame, body string) string {
-	if i := strings.LastIndex(body, " from "); i > 0 && strings.HasSuffix(body[:i], ")") {
+	if i := strings.LastIndex(body, " from "); i > 0 && strings.HasSuffix(strings.TrimRight(body[:i], " "), ")") {
 		lib := body[i+len(" from "):]
 		if lib != "" && !strings.ContainsAny(lib, " ()") {
 			f.Module = lib
-			return body[:i]
+			return strings.TrimRight(body[:i], " ")
 		}
 	}
 	for end := len(body); end > 0; {
@@ -850,12 +856,12 @@ func parseTrailer(f *Frame, body string) string {
 		if i <= 0 {
 			break
 		}
-		if strings.HasSuffix(body[:i], ")") {
+		if strings.HasSuffix(strings.TrimRight(body[:i], " "), ")") {
 			loc := body[i+len(" at "):]
 			if c := strings.LastIndexByte(loc, ':'); c > 0 {
 				if n, err := strconv.Atoi(loc[c+1:]); err == nil && n >= 0 {
 					f.File, f.Line = loc[:c], n
-					return body[:i]
+					return strings.TrimRight(body[:i], " ")
 				}
 			}
 		}

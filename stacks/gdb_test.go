@@ -289,6 +289,11 @@ func TestParseGDBFrames(t *testing.T) {
 			Frame{Func: "std::vector<int, std::alloc", PC: 0x7f0000001000}, true},
 		{`#0  0x00007f00000`, Frame{}, true},
 		{`#0  main () at t.c:`, Frame{Func: "main"}, true},
+		// pstack variants pad the columns (hand-written after their shape)
+		{`#0  0x00007f8b2b0a4b3d  in  __lll_lock_wait ()  from /lib64/libpthread.so.0`,
+			Frame{Func: "__lll_lock_wait", PC: 0x7f8b2b0a4b3d, Module: "/lib64/libpthread.so.0"}, false},
+		{`#0  0x0000000000400a1c  in  worker (arg=0x0)  at t.c:12`,
+			Frame{Func: "worker", PC: 0x400a1c, File: "t.c", Line: 12, Args: []Arg{{"arg", "0x0"}}}, false},
 	})
 }
 
