@@ -183,6 +183,9 @@ func (a *Analysis) LockDiagnosed(p *stacks.Process) bool {
 				mark(e.From)
 			}
 		}
+		for _, e := range findOwnerCuts(a) {
+			mark(e.From)
+		}
 		for _, f := range findReentries(a) {
 			mark(f.waiter)
 		}
@@ -283,11 +286,28 @@ func (a *Analysis) findStuckLockWaiters(p *stacks.Process) []ThreadRef {
 		if w := t.Wait; w != nil && w.Mutex != nil && a.resolveOwner(p, w.Mutex).Kind != OwnerUnknown {
 			return nil
 		}
+		if a.namedOwner(t) {
+			return nil // the owner-based rules speak
+		}
 		if lock && !reentered[t] {
 			waiters = append(waiters, ThreadRef{Proc: p, Thread: t})
 		}
 	}
 	return waiters
+}
+
+// namedOwner: the dump names the thread of this process the thread
+// waits for (a turnstile owner), and the graph has it.
+func (a *Analysis) namedOwner(t *stacks.Thread) bool {
+	if t.Wait == nil || t.Wait.BlockedByTid == 0 {
+		return false
+	}
+	for _, e := range a.WaitsFor(t) {
+		if e.To.Thread != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // sameThread: two stacks of one process that carry the same thread id

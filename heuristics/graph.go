@@ -108,6 +108,8 @@ func buildGraph(a *Analysis) *Graph {
 		addr uint64
 	}
 	locks := map[procLock]*Lock{}
+	// locks known only by the owner the dump names, by process and owner
+	named := map[procLock]*Lock{}
 	for _, p := range a.Snap.Processes {
 		if p.Exited {
 			continue // it went away: whatever it waited for, it was not stuck
@@ -133,6 +135,31 @@ func buildGraph(a *Analysis) *Graph {
 				to := ThreadRef{}
 				if l.Owner.Kind == OwnerLive {
 					to = l.Owner.Thread
+				}
+				g.add(Edge{Kind: EdgeMutex, From: from, Lock: l, To: to})
+			case w.BlockedByTid != 0 && (w.BlockedByPid == 0 || p.Pid <= 0 || w.BlockedByPid == p.Pid):
+				// The dump names the owner (a macOS turnstile's "blocked by
+				// … thread 0x…"): an owner as good as one read from a
+				// mutex, of a lock whose address the dump does not give.
+				r, live := a.threadIn(p, w.BlockedByTid)
+				if c, _ := waitOf(t); live && c == waitJoin {
+					g.add(Edge{Kind: EdgeJoin, From: from, To: r})
+					continue
+				}
+				key := procLock{p, uint64(w.BlockedByTid)}
+				l := named[key]
+				if l == nil {
+					l = &Lock{Key: LockKey{p.Pid, 0}, Mutex: &stacks.Mutex{Owner: w.BlockedByTid}, Owner: Owner{Kind: OwnerUnknown, Tid: w.BlockedByTid}}
+					if live {
+						l.Owner = Owner{Kind: OwnerLive, Tid: w.BlockedByTid, Thread: r}
+					}
+					named[key] = l
+					g.Locks = append(g.Locks, l)
+				}
+				l.Waiters = append(l.Waiters, from)
+				to := ThreadRef{}
+				if live {
+					to = r
 				}
 				g.add(Edge{Kind: EdgeMutex, From: from, Lock: l, To: to})
 			case w.JoinTid != 0:
@@ -282,7 +309,11 @@ func nameOrThread(t *stacks.Thread) string {
 }
 
 // mutexLabel names a mutex: "mutex `server_lock` (0x7f…)" or "mutex 0x7f…".
+// Address 0 is a lock known only by the owner the dump names.
 func mutexLabel(m *stacks.Mutex) string {
+	if m.Addr == 0 && m.Symbol == "" {
+		return "a lock"
+	}
 	if m.Symbol != "" {
 		return fmt.Sprintf("mutex `%s` (%#x)", m.Symbol, m.Addr)
 	}
@@ -373,6 +404,9 @@ func joinInts(xs []int) string {
 
 // mutexFacts says what was read from a mutex, for Evidence.
 func mutexFacts(m *stacks.Mutex) string {
+	if m.Addr == 0 && m.Symbol == "" {
+		return fmt.Sprintf("the dump names thread %d as the owner of the lock waited for (a macOS turnstile's \"blocked by … thread %#x\"); the lock's address and kind are not in it", m.Owner, m.Owner)
+	}
 	kinds := []string{"normal", "recursive", "errorcheck", "adaptive"}
 	kind := kinds[m.Kind&kindMask]
 	for _, f := range []struct {

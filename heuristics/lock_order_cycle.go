@@ -93,6 +93,10 @@ func matchLockOrderCycle(a *Analysis) []Diagnosis {
 		d.Pids, d.Tids = orderRefs(refs...)
 		ds = append(ds, d)
 	}
+	// A waiter whose named owner's stack the paste cut.
+	for _, e := range findOwnerCuts(a) {
+		ds = append(ds, ownerCutDiagnosis(e))
+	}
 	// A detector's report of a cycle it saw (tool_reports.go): its
 	// stacks are where the locks were taken, not a dump of the hang.
 	claimed := map[int]bool{}
@@ -252,5 +256,54 @@ func inferredCycleDiagnosis(p *stacks.Process, ws []ThreadRef, v argLockView, c 
 	}
 	d.Fix = strings.Join(fix, " ")
 	d.Pids, d.Tids = orderRefs(refs...)
+	return d
+}
+
+// findOwnerCuts returns the lock waits whose owner the dump names (or
+// read) as another live thread that waits for nothing the dump shows,
+// does not run, and whose stack the paste cut: what the owner waits on
+// was in the part cut away. A holder that does not run most often
+// waits, in turn, for a lock its waiter holds.
+func findOwnerCuts(a *Analysis) []Edge {
+	var es []Edge
+	for _, e := range a.graph.Edges {
+		o := e.To.Thread
+		if e.Kind != EdgeMutex || o == nil || o == e.From.Thread || len(a.graph.out[o]) > 0 ||
+			a.running(o) || a.running(e.From.Thread) || !stackCut(o) {
+			continue
+		}
+		if c, _ := waitOf(o); c != notWaiting {
+			continue
+		}
+		es = append(es, e)
+	}
+	return es
+}
+
+// stackCut: the parser noted the thread's stack or header was cut.
+func stackCut(t *stacks.Thread) bool {
+	for _, n := range t.Notes {
+		if strings.Contains(n, " cut") {
+			return true
+		}
+	}
+	return false
+}
+
+func ownerCutDiagnosis(e Edge) Diagnosis {
+	o := e.To.Thread
+	d := Diagnosis{
+		Deadlock:   true,
+		Confidence: Low,
+		Summary: fmt.Sprintf("%s; the paste cuts the holder's stack before what it waits on: most likely a lock-order cycle, the holder waiting for a lock thread %d holds",
+			Step(e), e.From.Thread.Tid),
+		Chain: []string{Step(e),
+			fmt.Sprintf("%s does not run, and its stack as pasted ends before any wait: the part that says what it waits for was cut", threadLabel(o)),
+			"a lock holder that does not run most often waits for a lock its waiter holds: the whole stack of " + threadLabel(o) + " would settle it"},
+		Evidence: []string{mutexFacts(e.Lock.Mutex), stackLine(e.From.Thread), stackLine(o)},
+		Fix:      "Take these locks in one global order everywhere, or lock them together with std::scoped_lock / std::lock.",
+		Refs:     lockOrderRefs,
+	}
+	d.Pids, d.Tids = orderRefs(e.From, e.To)
 	return d
 }

@@ -90,7 +90,7 @@ var (
 	spinCPURE        = regexp.MustCompile(`cpu time (\d+(?:\.\d+)?)s`)
 	spinStepsRE      = regexp.MustCompile(`\((\d+(?:\.\d+)?)\s*ms sampling interval\)`)
 	macImageRE       = regexp.MustCompile(`^\*?(0x[0-9a-fA-F]+)\s*-\s*(0x[0-9a-fA-F]+|\?\?\?)\s+\+?(.*?)\s*<([0-9A-Fa-f-]{8,})>\s*(.*)$`)
-	turnstileRE      = regexp.MustCompile(`waiting for (?:(this thread)|(.+?) \[(\d+)\](?: thread (0x[0-9a-fA-F]+))?)`)
+	turnstileRE      = regexp.MustCompile(`waiting for (?:(this thread)|(.+?) \[(\d+)\](?: \[unique pid \d+\])?(?: thread (0x[0-9a-fA-F]+))?)`)
 	sourceLocRE      = regexp.MustCompile(`^(.+?):(\d+)(?:,\d+)?$`)
 )
 
@@ -462,7 +462,10 @@ func (p *macParser) frameOrThread(l textLine) bool {
 			return true
 		}
 	}
-	if rest == "" || p.section != "graph" && p.section != "heaviest" {
+	// a paste that starts mid-tree (the first thread's header cut) has
+	// no section yet: its frames are a thread's all the same
+	headless := p.section == "" && p.th == nil
+	if rest == "" || p.section != "graph" && p.section != "heaviest" && !headless {
 		return false
 	}
 	var n *macNode
@@ -473,6 +476,9 @@ func (p *macParser) frameOrThread(l textLine) bool {
 	}
 	if n == nil {
 		return false
+	}
+	if headless {
+		p.section = "graph"
 	}
 	n.count, n.kernel = count, kernel
 	th := p.th

@@ -336,3 +336,28 @@ func TestParseMacLinearTime(t *testing.T) {
 	}
 	checkDumpLinear(t, ParseSpindump, spin, map[string]bool{"timeline": true, "heaviest": true, "processes": true}, linearBound)
 }
+
+// Hand-written: a spindump paste that starts mid-tree (the first thread's
+// header cut) is still that thread's stack, and a turnstile owner printed
+// with "[unique pid N]" (newer spindumps) is still read.
+func TestSpindumpHeadlessUniquePid(t *testing.T) {
+	in := `        1000  db_commit + 40 (store + 14764) [0x1029f79ac]
+          1000  __psynch_mutexwait + 8 (libsystem_kernel.dylib + 20908) [0x18fa0d1ac]
+           *1000  psynch_mtxcontinue + 0 (pthread + 18136) [0xfffffe000a8b46d8] (blocked by turnstile waiting for store [812] [unique pid 4410] thread 0x1f02)
+
+  Thread 0x1f02    Thread name "flusher"    1000 samples (1-1000)    priority 31 (base 31)
+  1000  thread_start + 8 (libsystem_pthread.dylib + 7456) [0x18fa4ad3c]
+`
+	snap, _, err := ParseSpindump(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ths := snap.Processes[0].Threads
+	if len(ths) != 2 {
+		t.Fatalf("%d threads, want the headless waiter and flusher", len(ths))
+	}
+	w := ths[0]
+	if got := funcs(w.Stack); !reflect.DeepEqual(got, []string{"__psynch_mutexwait", "db_commit"}) || w.Wait == nil || w.Wait.BlockedByTid != 0x1f02 || w.Wait.BlockedByPid != 812 {
+		t.Errorf("headless waiter: stack %v, wait %+v", got, w.Wait)
+	}
+}
