@@ -34,18 +34,24 @@ func init() {
 }
 
 var (
-	crThreadRE  = regexp.MustCompile(`^Thread (\d+)(?:( Crashed)?::?(?:\s+(.*))?| name:\s+(.*))$`)
-	crFrameRE   = regexp.MustCompile(`^(\d+)\s+(\S.*?)\s+0x([0-9a-fA-F]+)\s+(\S.*)$`)
-	crOffsetRE  = regexp.MustCompile(`^0x[0-9a-fA-F]+ \+ (0x[0-9a-fA-F]+|\d+)(?:\s+// (.*))?$`)
-	crSymbolRE  = regexp.MustCompile(`^(.*?) \+ (0x[0-9a-fA-F]+|\d+)(?: \(([^()]+):(\d+)\))?$`)
-	crSourceRE  = regexp.MustCompile(`^(.*?)\s?\(([^()]+\.\w+):(\d+)\)$`)
-	crProcessRE = regexp.MustCompile(`^Process:\s+(.+?) \[(\d+)\]$`)
-	crEndRE     = regexp.MustCompile(`^(?:Thread \d+ crashed with .*Thread State|Binary Images:$)`)
-	crSniffRE   = regexp.MustCompile(`(?m)^[\s>]*(?:Thread \d+(?: Crashed)?::?(?:\s|$)|Thread \d+ name:\s|Incident Identifier:|Crashed Thread:|Triggered by Thread:|Exception Type:)`)
+	crThreadRE     = regexp.MustCompile(`^Thread (\d+)(?:( Crashed)?::?(?:\s+(.*))?| name:\s+(.*))$`)
+	crFrameRE      = regexp.MustCompile(`^(\d+)\s+(\S.*?)\s+0x([0-9a-fA-F]+)\s+(\S.*)$`)
+	crOffsetRE     = regexp.MustCompile(`^0x[0-9a-fA-F]+ \+ (0x[0-9a-fA-F]+|\d+)(?:\s+// (.*))?$`)
+	crSymbolRE     = regexp.MustCompile(`^(.*?) \+ (0x[0-9a-fA-F]+|\d+)(?: \(([^()]+):(\d+)\))?$`)
+	crSourceRE     = regexp.MustCompile(`^(.*?)\s?\(([^()]+\.\w+):(\d+)\)$`)
+	crProcessRE    = regexp.MustCompile(`^Process:\s+(.+?) \[(\d+)\]$`)
+	crEndRE        = regexp.MustCompile(`^(?:Thread \d+ crashed with .*Thread State|Binary Images:$)`)
+	crSniffFrameRE = regexp.MustCompile(`(?m)^[\s>]*\d+\s+\S.*?\s0x[0-9a-fA-F]+ \S`)
+	crSniffRE      = regexp.MustCompile(`(?m)^[\s>]*(?:Thread \d+(?: Crashed)?::?(?:\s|$)|Thread \d+ name:\s|Incident Identifier:|Crashed Thread:|Triggered by Thread:|Exception Type:)`)
 )
 
 func sniffCrashReport(head []byte) int {
-	return 3 * len(crSniffRE.FindAllIndex(sniffText(head), 40))
+	head = sniffText(head)
+	frames := len(crSniffFrameRE.FindAllIndex(head, 40))
+	if frames == 0 {
+		return 0 // "Thread 7993:" over gdb frames is a person's header, not a report's
+	}
+	return 3*len(crSniffRE.FindAllIndex(head, 40)) + frames
 }
 
 func beginsCrashReport(t, next string) bool {
