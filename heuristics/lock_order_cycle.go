@@ -72,7 +72,7 @@ func matchLockOrderCycle(a *Analysis) []Diagnosis {
 			refs = append(refs, e.From)
 			d.Evidence = append(d.Evidence, stackLine(e.From.Thread))
 			if e.Kind == EdgeMutex {
-				locks = append(locks, mutexLabel(e.Lock.Mutex))
+				locks = append(locks, cycleLockName(e))
 				d.Evidence = append(d.Evidence, mutexFacts(e.Lock.Mutex))
 			} else {
 				join = true
@@ -257,6 +257,15 @@ func inferredCycleDiagnosis(p *stacks.Process, ws []ThreadRef, v argLockView, c 
 	d.Fix = strings.Join(fix, " ")
 	d.Pids, d.Tids = orderRefs(refs...)
 	return d
+}
+
+// cycleLockName names a lock of a cycle for the fix: a lock known only by
+// its named owner is "the lock thread N holds".
+func cycleLockName(e Edge) string {
+	if m := e.Lock.Mutex; m.Addr == 0 && m.Symbol == "" {
+		return fmt.Sprintf("the lock thread %d holds", e.Lock.Owner.Tid)
+	}
+	return mutexLabel(e.Lock.Mutex)
 }
 
 // findOwnerCuts returns the lock waits whose owner the dump names (or

@@ -1,6 +1,7 @@
 package heuristics_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -132,6 +133,40 @@ func TestTurnstileOwnerCut(t *testing.T) {
 	for _, d := range ds {
 		if d.Deadlock {
 			t.Errorf("owner runs: deadlock claimed: [%s] %s", d.ID, d.Summary)
+		}
+	}
+}
+
+// Hand-written: two threads each blocked by the other's lock
+// (an ABBA between two turnstiles): a lock-order cycle whose fix names
+// both locks by their holders.
+const turnstileABBA = `Process:          relock [9001]
+Num samples:      1000 (1-1000)
+
+  Thread 0x7a001    DispatchQueue "com.apple.main-thread"(1)    1000 samples (1-1000)    priority 31 (base 31)
+  1000  start + 1903 (dyld + 24800) [0x18f6fa0e0]
+    1000  main + 88 (relock + 16252) [0x1008f3f7c]
+      1000  pthread_mutex_lock + 84 (libsystem_pthread.dylib + 9652) [0x18fa4a5b4]
+        1000  __psynch_mutexwait + 8 (libsystem_kernel.dylib + 20908) [0x18fa0d1ac]
+         *1000  psynch_mtxcontinue + 0 (pthread + 18136) [0xfffffe000a8b46d8] (blocked by turnstile waiting for relock [9001] thread 0x7a002)
+
+  Thread 0x7a002    Thread name "cache"    1000 samples (1-1000)    priority 31 (base 31)
+  1000  thread_start + 8 (libsystem_pthread.dylib + 7456) [0x18fa4ad3c]
+    1000  _pthread_start + 136 (libsystem_pthread.dylib + 28564) [0x18fa4ff94]
+      1000  cache_refresh + 60 (relock + 15164) [0x1029f7b3c]
+        1000  pthread_mutex_lock + 84 (libsystem_pthread.dylib + 9652) [0x18fa4a5b4]
+          1000  __psynch_mutexwait + 8 (libsystem_kernel.dylib + 20908) [0x18fa0d1ac]
+           *1000  psynch_mtxcontinue + 0 (pthread + 18136) [0xfffffe000a8b46d8] (blocked by turnstile waiting for relock [9001] thread 0x7a001)
+`
+
+func TestTurnstileABBA(t *testing.T) {
+	snap, ds := diagnoseSpindump(t, "hand-written abba", turnstileABBA)
+	main, cache := threadNamed(t, snap, "com.apple.main-thread").Tid, threadNamed(t, snap, "cache").Tid
+	if d := dumpTop(t, ds, "lock-order-cycle"); d != nil {
+		wantTids(t, d, "main and cache", main, cache)
+		wantConfidence(t, d, heuristics.Medium)
+		if want := fmt.Sprintf("the lock thread %d holds and the lock thread %d holds", cache, main); !strings.Contains(d.Fix, want) {
+			t.Errorf("fix %q: want %q", d.Fix, want)
 		}
 	}
 }
