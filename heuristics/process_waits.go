@@ -2,6 +2,7 @@ package heuristics
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/hangdoc/hangdoc/stacks"
 )
@@ -52,4 +53,100 @@ func (a *Analysis) ProcessWaits() []ProcessWait {
 		}
 	}
 	return out
+}
+
+// procWait is one thread's wait on another process of the snapshot.
+type procWait struct {
+	from ThreadRef
+	to   *stacks.Process
+	kind string // "child", "pipe-read", "pipe-write", "socket"
+	// peers are all the processes at the other end of a pipe or socket
+	// (Wait.PeerPids): the wait ends when any of them writes or reads;
+	// for a wait4 or waitid, the children it waits for.
+	peers []int
+}
+
+// only: the process waited on is the only one at the other end, or the
+// only child waited for.
+func (w procWait) only() bool { return len(w.peers) == 1 }
+
+// blocked says whether the wait can only end when a stuck process moves:
+// the child waited for is stuck (for a wait on any child, one stuck
+// child is enough: a parent that waits for all of them waits for it),
+// or every process at the other end of the pipe or socket is in the
+// snapshot and stuck.
+func (w procWait) blocked(stuck map[int]*stuckProc) bool {
+	if w.kind == "child" {
+		return stuck[w.to.Pid] != nil
+	}
+	for _, pid := range w.peers {
+		if stuck[pid] == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// procWaits lists the waits of every thread of p on other processes of
+// the snapshot; unsampled lists the children a wait4 or waitid waits
+// for that the snapshot does not have. A poll, select or epoll wait on
+// several fds is left out: an event loop with one connection to a stuck
+// process is not stuck itself (io-wait names it).
+func procWaits(a *Analysis, p *stacks.Process) (ws []procWait, unsampled []int) {
+	if p.Exited {
+		return nil, nil
+	}
+	for _, t := range p.Threads {
+		f := a.samplesOf(t)
+		w := f.lastWait()
+		if f.zombie || w == nil {
+			continue
+		}
+		from := ThreadRef{Proc: p, Thread: t}
+		switch {
+		case f.kind == wkChild:
+			var kids []int
+			for _, e := range a.WaitsFor(t) {
+				if e.Kind == EdgeChild {
+					kids = append(kids, e.Children...)
+				}
+			}
+			if w.ChildPid > 0 {
+				kids = []int{w.ChildPid}
+			}
+			for _, c := range kids {
+				cp := a.Process(c)
+				switch {
+				case cp == nil:
+					unsampled = appendNew(unsampled, c)
+				case !cp.Exited:
+					ws = append(ws, procWait{from: from, to: cp, kind: "child", peers: kids})
+				}
+			}
+		case len(w.PeerPids) > 0 && f.kind == wkIO && len(w.Fds) == 0 && w.FdTarget != "":
+			kind := "socket"
+			switch {
+			case strings.HasPrefix(w.FdTarget, "pipe:") && isWriteCall(w.Syscall):
+				kind = "pipe-write"
+			case strings.HasPrefix(w.FdTarget, "pipe:"):
+				kind = "pipe-read"
+			case !strings.HasPrefix(w.FdTarget, "socket:"):
+				continue // an epoll fd: several sources
+			}
+			for _, pid := range w.PeerPids {
+				if q := a.Process(pid); q != nil && q != p && !q.Exited {
+					ws = append(ws, procWait{from: from, to: q, kind: kind, peers: w.PeerPids})
+				}
+			}
+		}
+	}
+	return ws, unsampled
+}
+
+func isWriteCall(call string) bool {
+	switch call {
+	case "write", "writev", "pwrite64", "sendto", "sendmsg", "sendmmsg":
+		return true
+	}
+	return false
 }
