@@ -103,3 +103,32 @@ func detect(head []byte) *Format {
 	}
 	return best
 }
+
+// Skipped is a range of input lines a parser did not understand and left
+// out of the snapshot, so a report can say so ("lines 120–160 skipped: not
+// a stack"). Lines are numbered from 1; To is inclusive.
+type Skipped struct {
+	From int    `json:"from"`
+	To   int    `json:"to"`
+	Why  string `json:"why"`
+}
+
+func (s Skipped) String() string {
+	if s.From == s.To {
+		return fmt.Sprintf("line %d skipped: %s", s.From, s.Why)
+	}
+	return fmt.Sprintf("lines %d–%d skipped: %s", s.From, s.To, s.Why)
+}
+
+// LineError is a parse failure that names the line it happened at.
+type LineError struct {
+	Line int // 1-based; 0 when no line is to blame
+	Msg  string
+}
+
+func (e *LineError) Error() string {
+	if e.Line <= 0 {
+		return e.Msg
+	}
+	return fmt.Sprintf("line %d: %s", e.Line, e.Msg)
+}
