@@ -221,10 +221,7 @@ func whoThread(t *stacks.Thread) string {
 	if t.Goroutine != nil {
 		return fmt.Sprintf("goroutine %d", t.Tid)
 	}
-	if t.Name == "" {
-		return fmt.Sprintf("thread %d", t.Tid)
-	}
-	return fmt.Sprintf("thread %d `%s`", t.Tid, t.Name)
+	return threadLabel(t)
 }
 
 // lastStack is the stack of the thread's last sample with one.
