@@ -189,6 +189,12 @@ func TestRunTerminalSuspend(t *testing.T) {
 	script := fmt.Sprintf(`%s run --timeout 60s -- sh -c 'echo ready; read x; echo "got:$x"'; echo "suspended:$?"; fg; echo "fg:$?"`, hangdocBin(t))
 	cmd, done := startOnTerminal(t, slave, "sh", "-mc", script)
 	sc.waitFor(t, "ready", 30*time.Second)
+	// A Ctrl-Z typed while hangdoc gives CMD the terminal (between its
+	// tcsetpgrp and the SIGCONT that ends CMD's SIGTTIN stop) is
+	// discarded by that SIGCONT, as it is under a shell's fg: type it
+	// once CMD holds the terminal and waits in its read (seen: 1 in 40
+	// runs under load lost it).
+	waitTerminalHeld(t, master, cmd.Process.Pid)
 	if _, err := master.WriteString("\x1a"); err != nil { // Ctrl-Z
 		t.Fatal(err)
 	}
@@ -269,4 +275,24 @@ func runningUnder(pid int) (int, error) {
 	}
 	err := walk(pid)
 	return n, err
+}
+
+// waitTerminalHeld polls until the terminal's foreground group is a
+// process group other than the session leader's (CMD's, given it by
+// hangdoc run) whose leader sleeps (in its read).
+func waitTerminalHeld(t *testing.T, master *os.File, leader int) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		pg, err := unix.IoctlGetInt(int(master.Fd()), unix.TIOCGPGRP)
+		if err == nil && pg != leader {
+			comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pg))
+			st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pg))
+			if i := bytes.LastIndexByte(st, ')'); strings.TrimSpace(string(comm)) == "sh" && i > 0 && i+2 < len(st) && st[i+2] == 'S' {
+				return
+			}
+		}
+		if time.Now().After(end) {
+			t.Fatalf("CMD was not given the terminal within 10 s (foreground group %d, %v)", pg, err)
+		}
+	}
 }
