@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -93,10 +94,32 @@ func startOnTerminal(t *testing.T, slave *os.File, argv ...string) (*exec.Cmd, <
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	t.Cleanup(func() { killSession(cmd.Process.Pid) })
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	return cmd, done
+}
+
+// killSession kills every process of session sid: the session leader's
+// group, and hangdoc's and CMD's groups, which a failed test leaves
+// behind (a patient that outlived a test that failed in the middle was
+// seen running 45 minutes later).
+func killSession(sid int) {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, f := range stats {
+		b, err := os.ReadFile(f)
+		i := bytes.LastIndexByte(b, ')')
+		if err != nil || i < 0 {
+			continue
+		}
+		// After the command's name: state, ppid, pgrp, session.
+		fields := strings.Fields(string(b[i+1:]))
+		var pid int
+		fmt.Sscan(strings.TrimSuffix(strings.TrimPrefix(f, "/proc/"), "/stat"), &pid)
+		if len(fields) > 3 && fields[3] == strconv.Itoa(sid) && pid > 0 {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
 }
 
 func waitDone(t *testing.T, done <-chan error, what string) {
