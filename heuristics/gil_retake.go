@@ -9,7 +9,11 @@ package heuristics
 // holder (gil->last_holder with the GIL locked), which attach and py-spy
 // read: a GIL waiter that is the recorded holder waits for itself.
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/hangdoc/hangdoc/stacks"
+)
 
 const gilRetakeFix = "Take the GIL only on a thread that released it: pair every PyEval_RestoreThread/PyEval_AcquireThread with the PyEval_SaveThread before it on the same thread, and in code that may run with the GIL held use PyGILState_Ensure, which knows whether the thread holds it. With pybind11, a gil_scoped_acquire needs a pybind11 that knows the Python version's thread-state API (2.2.4 or later for Python 3.7); do not re-take the GIL inside a region that never released it."
 
@@ -23,7 +27,7 @@ func findGILRetakes(a *Analysis) []ThreadRef {
 				continue
 			}
 			for _, t := range p.Threads {
-				if t.HoldsGIL && waitsForGIL(t) {
+				if t.HoldsGIL && waitsForGIL(t) && gilRetakeStable(a, p, t) {
 					refs = append(refs, ThreadRef{Proc: p, Thread: t})
 				}
 			}
@@ -61,4 +65,27 @@ func matchGILRetake(a *Analysis) []Diagnosis {
 		ds = append(ds, d)
 	}
 	return ds
+}
+
+// gilRetakeStable: a thread that drops the GIL at the switch interval and
+// asks for it back is, for a moment, a GIL waiter that is still the
+// recorded last holder (seen live on two computing threads, a control).
+// A retake that waits for itself stays so: with several samples, the
+// waiter sits at the same place in every one, gains no CPU, and no other
+// thread of the process makes progress (none can run Python without the
+// GIL). One observation (a dump) cannot tell, and is taken as it is.
+func gilRetakeStable(a *Analysis, p *stacks.Process, t *stacks.Thread) bool {
+	f := a.samplesOf(t)
+	if len(f.samples) < 2 {
+		return true
+	}
+	if !f.same || f.cpuGrows {
+		return false
+	}
+	for _, o := range p.Threads {
+		if o != t && threadWorks(a.samplesOf(o)) {
+			return false
+		}
+	}
+	return true
 }
