@@ -115,7 +115,7 @@ func killChildAtEnd(t *testing.T, p *patient.Proc, child int) {
 		p.Kill(t) // the process group: parent and child
 		end := time.Now().Add(5 * time.Second)
 		for {
-			st := procState(child)
+			st := patient.State(child)
 			if st == "" || st == "Z" || st == "X" {
 				return
 			}
@@ -127,19 +127,6 @@ func killChildAtEnd(t *testing.T, p *patient.Proc, child int) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	})
-}
-
-func procState(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return ""
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 || i+2 >= len(s) {
-		return ""
-	}
-	return s[i+2 : i+3]
 }
 
 // --- the snapshot's evidence -------------------------------------------

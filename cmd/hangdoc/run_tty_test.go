@@ -286,11 +286,8 @@ func runningUnder(pid int) (int, error) {
 		for _, f := range kids {
 			var c int
 			fmt.Sscan(f, &c)
-			st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c))
-			if err == nil {
-				if i := strings.LastIndexByte(string(st), ')'); i > 0 && i+2 < len(st) && st[i+2] != 'T' {
-					n++
-				}
+			if st := patient.State(c); st != "" && st != "T" {
+				n++
 			}
 			walk(c)
 		}
@@ -309,8 +306,7 @@ func waitTerminalHeld(t *testing.T, master *os.File, leader int) {
 		pg, err := unix.IoctlGetInt(int(master.Fd()), unix.TIOCGPGRP)
 		if err == nil && pg != leader {
 			comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pg))
-			st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pg))
-			if i := bytes.LastIndexByte(st, ')'); strings.TrimSpace(string(comm)) == "sh" && i > 0 && i+2 < len(st) && st[i+2] == 'S' {
+			if strings.TrimSpace(string(comm)) == "sh" && patient.State(pg) == "S" {
 				return
 			}
 		}

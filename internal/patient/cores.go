@@ -86,7 +86,7 @@ func (p *Proc) KernelCore(t testing.TB) string {
 	select {
 	case <-p.release: // reaped: ProcessState is set
 	default:
-		t.Fatalf("patient %d: not reaped after SIGABRT (state %s)", p.Pid, procState(p.Pid))
+		t.Fatalf("patient %d: not reaped after SIGABRT (state %s)", p.Pid, State(p.Pid))
 	}
 	if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.CoreDump() {
 		t.Fatalf("patient %d: %v, no core dumped\nstderr:\n%s", p.Pid, p.cmd.ProcessState, p.Stderr())

@@ -77,12 +77,12 @@ func TestHangPatients(t *testing.T) {
 			}
 			p.Kill(t)
 			if _, err := os.Stat(filepath.Join("/proc", strconv.Itoa(p.Pid))); err == nil {
-				t.Errorf("pid %d still in /proc after Kill (state %s)", p.Pid, procState(p.Pid))
+				t.Errorf("pid %d still in /proc after Kill (state %s)", p.Pid, State(p.Pid))
 			}
 			if child != 0 {
 				// Reparented and reaped by init, or a zombie on its way.
 				for end := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-					st := procState(child)
+					st := State(child)
 					if st == "" || st == "Z" || st == "X" {
 						break
 					}

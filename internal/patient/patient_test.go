@@ -55,7 +55,7 @@ func TestPatients(t *testing.T) {
 			}
 			p.Kill(t)
 			if _, err := os.Stat(fmt.Sprintf("/proc/%d", p.Pid)); err == nil {
-				t.Errorf("pid %d still in /proc after Kill (state %s)", p.Pid, procState(p.Pid))
+				t.Errorf("pid %d still in /proc after Kill (state %s)", p.Pid, State(p.Pid))
 			}
 		})
 	}

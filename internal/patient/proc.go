@@ -275,7 +275,7 @@ func (p *Proc) Kill(t testing.TB) {
 		case <-time.After(reapTimeout):
 			// keep the forking thread: its exit would not matter now,
 			// but the patient is still there to be looked at
-			t.Logf("patient %d: not reaped %v after SIGKILL (state %s)", p.Pid, reapTimeout, procState(p.Pid))
+			t.Logf("patient %d: not reaped %v after SIGKILL (state %s)", p.Pid, reapTimeout, State(p.Pid))
 		}
 	})
 }
@@ -313,7 +313,7 @@ func (p *Proc) Wait(t testing.TB, timeout time.Duration) syscall.WaitStatus {
 func (p *Proc) exitStatus() string {
 	// The reader saw EOF: the patient is exiting or gone. Peek without
 	// reaping (Kill does that): /proc tells whether it is a zombie.
-	if st := procState(p.Pid); st != "" {
+	if st := State(p.Pid); st != "" {
 		return "state " + st
 	}
 	return "gone"

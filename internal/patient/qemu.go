@@ -64,7 +64,7 @@ func (p *Proc) QemuCore(t testing.TB, dir string, pid int) string {
 	for time.Now().Before(end) {
 		// qemu writes the core, then kills itself: the core is whole
 		// once the process is gone (or a zombie).
-		if st := procState(pid); st == "" || st == "Z" || st == "X" {
+		if st := State(pid); st == "" || st == "Z" || st == "X" {
 			if m, _ := filepath.Glob(pattern); len(m) == 1 {
 				return m[0]
 			}

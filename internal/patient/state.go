@@ -107,7 +107,8 @@ func allAsleep(pid int) bool {
 	return true
 }
 
-func procState(pid int) string {
+// State is process pid's state letter (R, S, T, Z, …), "" when it is gone.
+func State(pid int) string {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return ""
