@@ -46,6 +46,11 @@ type corpusMeta struct {
 	Format   string `json:"format"`
 	Language string `json:"language"`
 	Partial  bool   `json:"partial"`
+	// Blind is hangdoc's verdict on the report when it was added, before
+	// any rule was written or tuned on it: "right" or "wrong: <verdict>".
+	// Empty for reports hangdoc had already seen. It measures how well the
+	// rules generalise to reports they were not made from.
+	Blind string `json:"blind"`
 }
 
 // corpusResult is one report's outcome.
@@ -177,6 +182,7 @@ func TestCorpus(t *testing.T) {
 	var right, controls, falseClaims int
 	byConf, byCat, byFormat := tally{}, tally{}, tally{}
 	var misses, parseFailures []string
+	var blind, blindRight, blindNow int // reports added blind (corpusMeta.Blind)
 	for _, r := range results {
 		if r.right {
 			right++
@@ -204,11 +210,21 @@ func TestCorpus(t *testing.T) {
 		if *corpusTable {
 			t.Logf("report %s: %s as %s, %d threads, %d frames, %d skipped: expected %s, got %s", r.name, r.meta.Format, r.format, r.threads, r.frames, r.skipped, r.meta.Expected, r.got())
 		}
+		if r.meta.Blind != "" {
+			blind++
+			if r.meta.Blind == "right" {
+				blindRight++
+			}
+			if r.right {
+				blindNow++
+			}
+		}
 		if !r.right {
 			misses = append(misses, fmt.Sprintf("%s: expected %s, got %s", r.name, r.meta.Expected, r.got()))
 		}
 	}
 	t.Logf("corpus: %d/%d top-1, %d false deadlock claims on controls (%d controls)", right, len(results), falseClaims, controls)
+	t.Logf("blind: %d/%d right when added, before any rule was tuned on them (%d/%d now)", blindRight, blind, blindNow, blind)
 	t.Log(byConf.line("top right by confidence"))
 	t.Log(byCat.line("top right by category"))
 	t.Log(byFormat.line("parsed by format"))
