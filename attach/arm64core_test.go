@@ -39,7 +39,7 @@ func TestARM64Cores(t *testing.T) {
 	} {
 		t.Run(strings.TrimSuffix(c.src, ".c"), func(t *testing.T) {
 			twin := amd64Core(t, c.src, c.fork)
-			want := verdictOf(heuristics.Diagnose(twin, heuristics.Options{}))
+			want := verdictOf(heuristics.Diagnose(twin, heuristics.Options{}).Diagnoses)
 
 			bin := patient.BuildCC(t, patient.CrossCC, c.src, append([]string{"-static"}, patient.O2g...)...)
 			dir := t.TempDir()
@@ -57,7 +57,7 @@ func TestARM64Cores(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Core(%s): %v", path, err)
 			}
-			ds := heuristics.Diagnose(snap, heuristics.Options{})
+			ds := heuristics.Diagnose(snap, heuristics.Options{}).Diagnoses
 			got := verdictOf(ds)
 			t.Logf("arm64: %s; amd64: %s", got, want)
 			if got != want {

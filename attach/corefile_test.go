@@ -195,8 +195,8 @@ func checkCoreSnapshot(t *testing.T, snap *stacks.Snapshot, pid int) {
 func compareCoreLive(t *testing.T, core, live *stacks.Snapshot) {
 	t.Helper()
 	cp, lp := core.Processes[0], live.Processes[0]
-	cd := heuristics.Diagnose(core, heuristics.Options{})
-	ld := heuristics.Diagnose(live, heuristics.Options{})
+	cd := heuristics.Diagnose(core, heuristics.Options{}).Diagnoses
+	ld := heuristics.Diagnose(live, heuristics.Options{}).Diagnoses
 	t.Logf("live: %s", verdict(ld))
 	t.Logf("core: %s", verdict(cd))
 	t.Cleanup(func() {

@@ -57,7 +57,7 @@ func TestGoStrippedAbba(t *testing.T) {
 			t.Errorf("goroutine %d: object %#x, the dump's lockSlow receiver is %#x", g.ID, g.Object, want)
 		}
 	}
-	top := heuristics.Diagnose(&stacks.Snapshot{Processes: []*stacks.Process{live}}, heuristics.Options{})[0]
+	top := heuristics.Diagnose(&stacks.Snapshot{Processes: []*stacks.Process{live}}, heuristics.Options{}).Diagnoses[0]
 	if top.ID != "lock-order-cycle" || top.Confidence != heuristics.Medium {
 		t.Fatalf("diagnosis %s %s, want lock-order-cycle medium: %s", top.ID, top.Confidence, top.Summary)
 	}
@@ -117,7 +117,7 @@ func TestGoUnknownLayout(t *testing.T) {
 	if !named {
 		t.Errorf("no OS thread's frames are named: the Go pclntab should name them without DWARF")
 	}
-	for _, d := range heuristics.Diagnose(snap, heuristics.Options{}) {
+	for _, d := range heuristics.Diagnose(snap, heuristics.Options{}).Diagnoses {
 		if d.Confidence != heuristics.Low || !strings.Contains(strings.Join(d.Evidence, "\n"), "read as OS threads") {
 			t.Errorf("%s %s: want low confidence and evidence that the goroutines were not read: %v", d.ID, d.Confidence, d.Evidence)
 		}
@@ -174,7 +174,7 @@ func goBuilds(t *testing.T) map[string]func(name string, flags ...string) string
 // goroutines it names.
 func topVerdict(t *testing.T, snap *stacks.Snapshot) string {
 	t.Helper()
-	ds := heuristics.Diagnose(snap, heuristics.Options{})
+	ds := heuristics.Diagnose(snap, heuristics.Options{}).Diagnoses
 	if len(ds) == 0 {
 		return "none"
 	}

@@ -119,8 +119,8 @@ func TestGoCoreAbba(t *testing.T) {
 		t.Errorf("%d OS threads in the core, /proc lists %d before gcore and %d after", n, len(before), len(after))
 	}
 
-	liveTop := heuristics.Diagnose(&stacks.Snapshot{Processes: []*stacks.Process{live}}, heuristics.Options{})[0]
-	top := heuristics.Diagnose(snap, heuristics.Options{})[0]
+	liveTop := heuristics.Diagnose(&stacks.Snapshot{Processes: []*stacks.Process{live}}, heuristics.Options{}).Diagnoses[0]
+	top := heuristics.Diagnose(snap, heuristics.Options{}).Diagnoses[0]
 	if top.ID != "lock-order-cycle" || top.Confidence != heuristics.Medium || top.Summary != liveTop.Summary {
 		t.Fatalf("core diagnosis %s %s %q, live %s %s %q", top.ID, top.Confidence, top.Summary, liveTop.ID, liveTop.Confidence, liveTop.Summary)
 	}
@@ -234,7 +234,7 @@ func TestGoCoreKernel(t *testing.T) {
 		t.Fatalf("parse the runtime's crash dump: %v\n%s", err, out)
 	}
 	compareWithDump(t, c, dump.Processes[0])
-	top := heuristics.Diagnose(snap, heuristics.Options{})[0]
+	top := heuristics.Diagnose(snap, heuristics.Options{}).Diagnoses[0]
 	if top.ID != "lock-order-cycle" || top.Confidence != heuristics.Medium || strings.Count(top.Summary, "which goroutine") != 2 {
 		t.Fatalf("kernel core: diagnosis %s %s %q, want lock-order-cycle medium naming both holders", top.ID, top.Confidence, top.Summary)
 	}

@@ -194,7 +194,7 @@ func TestGoAbba(t *testing.T) {
 	}
 	// With the arguments, each holder is inferred live as from the dump:
 	// the goroutine whose transfer received the other's mutex as `from`.
-	top := heuristics.Diagnose(&stacks.Snapshot{Processes: []*stacks.Process{live}}, heuristics.Options{})[0]
+	top := heuristics.Diagnose(&stacks.Snapshot{Processes: []*stacks.Process{live}}, heuristics.Options{}).Diagnoses[0]
 	if top.ID != "lock-order-cycle" || top.Confidence != heuristics.Medium {
 		t.Fatalf("live diagnosis %s %s, want lock-order-cycle medium: %s", top.ID, top.Confidence, top.Summary)
 	}
@@ -531,7 +531,7 @@ func TestGoOldRuntime(t *testing.T) {
 	if len(objs) != 2 || objs[0] == 0 || objs[1] == 0 || objs[0] == objs[1] {
 		t.Fatalf("mutex waits' objects %#x, want two different addresses", objs)
 	}
-	ds := heuristics.Diagnose(&stacks.Snapshot{Schema: stacks.Schema, Source: "attach", Samples: 2, Processes: []*stacks.Process{live}}, heuristics.Options{})
+	ds := heuristics.Diagnose(&stacks.Snapshot{Schema: stacks.Schema, Source: "attach", Samples: 2, Processes: []*stacks.Process{live}}, heuristics.Options{}).Diagnoses
 	if len(ds) == 0 || ds[0].ID != "lock-order-cycle" || ds[0].Confidence != heuristics.Medium {
 		t.Fatalf("diagnosis %v, want lock-order-cycle at medium", ds)
 	}

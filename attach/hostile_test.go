@@ -54,15 +54,15 @@ func attachBounded(t *testing.T, pid int, opts attach.Options) (*stacks.Snapshot
 // hangdoc writes itself) or invalid UTF-8.
 func renderAll(t *testing.T, snap *stacks.Snapshot) (plain string) {
 	t.Helper()
-	a, diags := heuristics.Analyze(snap, heuristics.Options{})
+	res := heuristics.Diagnose(snap, heuristics.Options{})
 	var txt, col, md bytes.Buffer
-	if err := report.Text(&txt, snap, diags, report.TextOptions{}); err != nil {
+	if err := report.Text(&txt, res, report.TextOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := report.Text(&col, snap, diags, report.TextOptions{Color: true, Width: 100}); err != nil {
+	if err := report.Text(&col, res, report.TextOptions{Color: true, Width: 100}); err != nil {
 		t.Fatal(err)
 	}
-	if err := report.Markdown(&md, a, diags, report.MarkdownOptions{}); err != nil {
+	if err := report.Markdown(&md, res, report.MarkdownOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, out := range []struct {

@@ -72,7 +72,7 @@ func checkJavaCycle(t *testing.T, snap *stacks.Snapshot) {
 	if len(tids) != 2 {
 		t.Fatalf("threads transfer-ab and transfer-ba not both read: %v", tids)
 	}
-	ds := heuristics.Diagnose(snap, heuristics.Options{})
+	ds := heuristics.Diagnose(snap, heuristics.Options{}).Diagnoses
 	if len(ds) == 0 || ds[0].ID != "lock-order-cycle" || ds[0].Confidence != "high" {
 		t.Fatalf("diagnoses %+v, want lock-order-cycle (high) first", ds)
 	}

@@ -44,7 +44,7 @@ func muslLive(t *testing.T, src string, flags []string, pids func(p *patient.Pro
 	if err != nil {
 		t.Fatalf("Attach: %v", err)
 	}
-	ds := heuristics.Diagnose(snap, heuristics.Options{})
+	ds := heuristics.Diagnose(snap, heuristics.Options{}).Diagnoses
 	for _, d := range ds {
 		t.Logf("verdict: [%s, %s] %s", d.ID, d.Confidence, d.Summary)
 	}

@@ -14,9 +14,9 @@ type ThreadRef struct {
 	Thread *stacks.Thread
 }
 
-// Analysis is what every signature reads: the snapshot, indexes over it
+// analysis is what every signature reads: the snapshot, indexes over it
 // and the wait-for graph, built once per Diagnose.
-type Analysis struct {
+type analysis struct {
 	Snap  *stacks.Snapshot
 	procs map[int]*stacks.Process
 	// threads by tid, every process's that has it: tids are unique on
@@ -46,9 +46,9 @@ type Analysis struct {
 	lockWaiters map[*stacks.Process][]ThreadRef
 }
 
-// NewAnalysis indexes a snapshot and builds its wait-for graph.
-func NewAnalysis(snap *stacks.Snapshot) *Analysis {
-	a := &Analysis{Snap: snap, procs: map[int]*stacks.Process{}, threads: map[int][]ThreadRef{}, procOf: map[*stacks.Thread]*stacks.Process{},
+// newAnalysis indexes a snapshot and builds its wait-for graph.
+func newAnalysis(snap *stacks.Snapshot) *analysis {
+	a := &analysis{Snap: snap, procs: map[int]*stacks.Process{}, threads: map[int][]ThreadRef{}, procOf: map[*stacks.Thread]*stacks.Process{},
 		rules: builtinRules(), facts: map[*stacks.Thread]*threadFact{}, results: map[string]any{}, lockWaiters: map[*stacks.Process][]ThreadRef{}}
 	for _, p := range snap.Processes {
 		if _, dup := a.procs[p.Pid]; !dup {
@@ -66,11 +66,11 @@ func NewAnalysis(snap *stacks.Snapshot) *Analysis {
 
 // Process returns the process with the given pid (the first one, when
 // a paste repeats it), or nil.
-func (a *Analysis) Process(pid int) *stacks.Process { return a.procs[pid] }
+func (a *analysis) Process(pid int) *stacks.Process { return a.procs[pid] }
 
 // ThreadOf returns the thread with the given tid in a process with the
 // given pid, if the snapshot has it.
-func (a *Analysis) ThreadOf(pid, tid int) (ThreadRef, bool) {
+func (a *analysis) ThreadOf(pid, tid int) (ThreadRef, bool) {
 	for _, r := range a.threads[tid] {
 		if r.Proc.Pid == pid {
 			return r, true
@@ -80,7 +80,7 @@ func (a *Analysis) ThreadOf(pid, tid int) (ThreadRef, bool) {
 }
 
 // threadIn returns the thread with the given tid in process p.
-func (a *Analysis) threadIn(p *stacks.Process, tid int) (ThreadRef, bool) {
+func (a *analysis) threadIn(p *stacks.Process, tid int) (ThreadRef, bool) {
 	for _, r := range a.threads[tid] {
 		if r.Proc == p {
 			return r, true
@@ -91,7 +91,7 @@ func (a *Analysis) threadIn(p *stacks.Process, tid int) (ThreadRef, bool) {
 
 // DiagThread returns the thread with the given tid among a diagnosis's
 // processes (any process when it names none).
-func (a *Analysis) DiagThread(d *Diagnosis, tid int) (ThreadRef, bool) {
+func (a *analysis) DiagThread(d *Diagnosis, tid int) (ThreadRef, bool) {
 	for _, r := range a.threads[tid] {
 		if len(d.Pids) == 0 || slices.Contains(d.Pids, r.Proc.Pid) {
 			return r, true
@@ -101,14 +101,14 @@ func (a *Analysis) DiagThread(d *Diagnosis, tid int) (ThreadRef, bool) {
 }
 
 // Ref returns a thread of the snapshot with its process.
-func (a *Analysis) Ref(t *stacks.Thread) (ThreadRef, bool) {
+func (a *analysis) Ref(t *stacks.Thread) (ThreadRef, bool) {
 	p, ok := a.procOf[t]
 	return ThreadRef{Proc: p, Thread: t}, ok
 }
 
 // Evidence is what the snapshot could give about process p: a paste
 // of dumps of several tools says it per process (stacks.Process.Evidence).
-func (a *Analysis) Evidence(p *stacks.Process) stacks.Evidence {
+func (a *analysis) Evidence(p *stacks.Process) stacks.Evidence {
 	if p != nil && p.Evidence != nil {
 		return *p.Evidence
 	}
@@ -116,11 +116,11 @@ func (a *Analysis) Evidence(p *stacks.Process) stacks.Evidence {
 }
 
 // Graph is the snapshot's wait-for graph.
-func (a *Analysis) Graph() *Graph { return a.graph }
+func (a *analysis) Graph() *Graph { return a.graph }
 
 // WaitsFor returns what a thread waits for: its edges in the graph (one
 // for a mutex or a join, one wait4 edge to its process's children).
-func (a *Analysis) WaitsFor(t *stacks.Thread) []Edge {
+func (a *analysis) WaitsFor(t *stacks.Thread) []Edge {
 	var es []Edge
 	for _, i := range a.graph.out[t] {
 		es = append(es, a.graph.Edges[i])
@@ -130,7 +130,7 @@ func (a *Analysis) WaitsFor(t *stacks.Thread) []Edge {
 
 // Holders maps an owner's tid to the locks it is recorded as holding,
 // whatever became of it (see Owner.Kind).
-func (a *Analysis) Holders() map[int][]*Lock {
+func (a *analysis) Holders() map[int][]*Lock {
 	h := map[int][]*Lock{}
 	for _, l := range a.graph.Locks {
 		if l.Owner.Tid != 0 {
@@ -143,14 +143,14 @@ func (a *Analysis) Holders() map[int][]*Lock {
 // Cycles returns every elementary cycle of mutex and join waits, each
 // once, starting at its lowest tid. A one-edge cycle is a thread waiting
 // for a mutex it holds.
-func (a *Analysis) Cycles() [][]Edge { return a.cycles }
+func (a *analysis) Cycles() [][]Edge { return a.cycles }
 
 // OwnersRead reports whether the snapshot has mutex owners read from
 // memory, the evidence that earns a high confidence.
-func (a *Analysis) OwnersRead() bool { return a.Snap.Evidence.Owners }
+func (a *analysis) OwnersRead() bool { return a.Snap.Evidence.Owners }
 
 // graphConfidence is the confidence of a finding read off the graph.
-func (a *Analysis) graphConfidence() string {
+func (a *analysis) graphConfidence() string {
 	if a.OwnersRead() {
 		return High
 	}
@@ -162,7 +162,7 @@ func (a *Analysis) graphConfidence() string {
 // orphaned-lock) explains a thread of the process. It runs their
 // detectors on the graph, not their matchers, so signatures that defer
 // to the lock ones (lost-wakeup) stay independent of the order they run.
-func (a *Analysis) LockDiagnosed(p *stacks.Process) bool {
+func (a *analysis) LockDiagnosed(p *stacks.Process) bool {
 	if a.lockPids == nil {
 		a.lockPids = map[*stacks.Process]bool{}
 		mark := func(refs ...ThreadRef) {
@@ -223,7 +223,7 @@ func stuckOnOwner(e Edge) bool {
 
 // running reports whether a thread ran during sampling: state R, or CPU
 // ticks in a sample (one tick of slack for a wake-up to re-sleep).
-func (a *Analysis) running(t *stacks.Thread) bool {
+func (a *analysis) running(t *stacks.Thread) bool {
 	if t.State == "R" || t.CPU >= 5 {
 		return true
 	}
@@ -242,7 +242,7 @@ func (a *Analysis) running(t *stacks.Thread) bool {
 // elision); it stays silent when the graph knows any owner, when a
 // loader wait explains the process, and for threads re-entered by a
 // signal handler.
-func (a *Analysis) stuckLockWaiters(p *stacks.Process) []ThreadRef {
+func (a *analysis) stuckLockWaiters(p *stacks.Process) []ThreadRef {
 	if ws, ok := a.lockWaiters[p]; ok {
 		return ws
 	}
@@ -251,7 +251,7 @@ func (a *Analysis) stuckLockWaiters(p *stacks.Process) []ThreadRef {
 	return ws
 }
 
-func (a *Analysis) findStuckLockWaiters(p *stacks.Process) []ThreadRef {
+func (a *analysis) findStuckLockWaiters(p *stacks.Process) []ThreadRef {
 	if p.Exited {
 		return nil
 	}
@@ -298,7 +298,7 @@ func (a *Analysis) findStuckLockWaiters(p *stacks.Process) []ThreadRef {
 
 // namedOwner: the dump names the thread of this process the thread
 // waits for (a turnstile owner), and the graph has it.
-func (a *Analysis) namedOwner(t *stacks.Thread) bool {
+func (a *analysis) namedOwner(t *stacks.Thread) bool {
 	if t.Wait == nil || t.Wait.BlockedByTid == 0 {
 		return false
 	}
@@ -405,7 +405,7 @@ func pyLockTakenByC(t *stacks.Thread, caller int) bool {
 // the main thread by its id (tid = pid: gdb's `thread apply all bt` shows
 // it as Thread 1, with its LWP) is taken to list them all: a single
 // thread's `bt` carries no thread id.
-func (a *Analysis) allThreads(p *stacks.Process) bool {
+func (a *analysis) allThreads(p *stacks.Process) bool {
 	e := a.Snap.Evidence
 	return threadCount(p) > 1 || e.Syscalls || e.Lineage || e.Owners || mainListed(p)
 }
@@ -425,7 +425,7 @@ func mainListed(p *stacks.Process) bool {
 
 // Doing says what a thread does, as the tail of a chain: "sleeps in
 // `pthread_cond_wait` called from `consumer`".
-func (a *Analysis) Doing(t *stacks.Thread) string {
+func (a *analysis) Doing(t *stacks.Thread) string {
 	class, _ := a.wait(t)
 	where := ""
 	if s := waitSite(t); s != "" {

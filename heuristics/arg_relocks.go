@@ -26,9 +26,9 @@ type argRelock struct {
 // findArgRelocks finds the threads that wait for a lock an outer frame
 // of theirs was called with, outside signal handlers (a handler that
 // re-takes a lock is signal-handler-reentry's).
-func findArgRelocks(a *Analysis) []argRelock { return result(a, "stack relocks", detectArgRelocks) }
+func findArgRelocks(a *analysis) []argRelock { return result(a, "stack relocks", detectArgRelocks) }
 
-func detectArgRelocks(a *Analysis) []argRelock {
+func detectArgRelocks(a *analysis) []argRelock {
 	var out []argRelock
 	for _, p := range a.Snap.Processes {
 		if p.Exited {

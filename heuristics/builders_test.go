@@ -115,7 +115,7 @@ func match(t *testing.T, id string, snap *stacks.Snapshot) []Diagnosis {
 	if s == nil {
 		t.Fatalf("no signature %q", id)
 	}
-	return s.Match(NewAnalysis(snap))
+	return s.Match(newAnalysis(snap))
 }
 
 // one expects exactly one diagnosis and returns it.

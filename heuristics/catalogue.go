@@ -17,7 +17,7 @@ type Signature struct {
 	// Rank orders diagnoses: lower is more specific (a fork-inherited
 	// lock explains the cycle-free wait better than lost-wakeup does).
 	Rank  int
-	Match func(a *Analysis) []Diagnosis
+	Match func(a *analysis) []Diagnosis
 	// Needs is the evidence the verdict rests on when a live attach reads
 	// it ("owners", "lineage", "cpu"): a snapshot without it gets at most
 	// medium and a line saying what is missing and how to get it.
@@ -52,19 +52,12 @@ type Options struct {
 	Rules []Rule
 }
 
-// Diagnose runs the catalogue over a snapshot and returns its diagnoses,
-// the most specific and most certain first. A snapshot that is not stuck
-// gets no deadlock claim.
-func Diagnose(snap *stacks.Snapshot, opts Options) []Diagnosis {
-	_, ds := Analyze(snap, opts)
-	return ds
-}
-
-// Analyze is Diagnose that also returns the analysis the diagnoses were
-// read from, so that a report draws the wait-for graph the verdicts
-// name instead of building another.
-func Analyze(snap *stacks.Snapshot, opts Options) (*Analysis, []Diagnosis) {
-	a := NewAnalysis(snap)
+// Diagnose runs the catalogue over a snapshot and returns its result:
+// the diagnoses, the most specific and most certain first, and the
+// wait-for graph they were read from. A snapshot that is not stuck gets
+// no deadlock claim.
+func Diagnose(snap *stacks.Snapshot, opts Options) *Result {
+	a := newAnalysis(snap)
 	rules := RulesInForce(opts.Rules)
 	a.rules = rules
 	var out []Diagnosis
@@ -87,7 +80,7 @@ func Analyze(snap *stacks.Snapshot, opts Options) (*Analysis, []Diagnosis) {
 	noteAbsentEvidence(a, out)
 	noteUnreadGoroutines(a, out)
 	rank(out)
-	return a, out
+	return a.result(out)
 }
 
 // runOrder is the catalogue with root signatures first, then derived

@@ -59,7 +59,7 @@ func TestCatalogueEntries(t *testing.T) {
 
 func TestDiagnoseEmpty(t *testing.T) {
 	for _, snap := range []*stacks.Snapshot{live(), pasted(proc(1)), live(proc(1, thread(1, "idle")))} {
-		if ds := Diagnose(snap, Options{}); len(ds) != 0 {
+		if ds := Diagnose(snap, Options{}).Diagnoses; len(ds) != 0 {
 			t.Errorf("empty snapshot: %s", dump(ds))
 		}
 	}
@@ -68,7 +68,7 @@ func TestDiagnoseEmpty(t *testing.T) {
 func TestDiagnoseRanksForkBeforeLostWakeup(t *testing.T) {
 	snap := forkChild(nil)
 	snap.Processes = append([]*stacks.Process{lostWakeup()}, snap.Processes...)
-	ds := Diagnose(snap, Options{})
+	ds := Diagnose(snap, Options{}).Diagnoses
 	ids := map[string]int{}
 	for i, d := range ds {
 		if _, ok := ids[d.ID]; !ok {
@@ -98,7 +98,7 @@ func TestDiagnoseTopLockVerdict(t *testing.T) {
 		"signal-handler-reentry": live(proc(50, on(thread(51, "victim", mutexFrames("log_event", "on_usr1", "<signal>", "log_event")...), lockWait(0x10, 51, 0)))),
 	}
 	for want, snap := range cases {
-		ds := Diagnose(snap, Options{})
+		ds := Diagnose(snap, Options{}).Diagnoses
 		if len(ds) == 0 || ds[0].ID != want {
 			t.Errorf("%s: got %s", want, dump(ds))
 		}

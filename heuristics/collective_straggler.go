@@ -180,7 +180,7 @@ func helperThread(t *stacks.Thread) bool {
 	return false
 }
 
-func matchCollectiveStraggler(a *Analysis) []Diagnosis {
+func matchCollectiveStraggler(a *analysis) []Diagnosis {
 	var all []rankView
 	for _, p := range a.Snap.Processes {
 		all = append(all, rankOf(p))
@@ -227,7 +227,7 @@ func matchCollectiveStraggler(a *Analysis) []Diagnosis {
 
 // stragglerWorks says whether a rank outside the collective is seen
 // working in two or more samples.
-func stragglerWorks(a *Analysis, r rankView) bool {
+func stragglerWorks(a *analysis, r rankView) bool {
 	return r.lead != nil && !r.p.Exited && len(r.lead.Samples) >= 2 && threadWorks(a.samplesOf(r.lead))
 }
 
@@ -263,7 +263,7 @@ func withoutLaunchers(ranks []rankView) []rankView {
 	return out
 }
 
-func stragglerDiagnosis(a *Analysis, ranks, waiting, stragglers []rankView) Diagnosis {
+func stragglerDiagnosis(a *analysis, ranks, waiting, stragglers []rankView) Diagnosis {
 	coll := waiting[0].coll
 	d := Diagnosis{Deadlock: true, Confidence: Medium, Refs: collectiveRefs}
 

@@ -56,7 +56,7 @@ func TestCollectiveStraggler(t *testing.T) {
 
 	// In the whole catalogue it comes first, refined by the MLX fence
 	// issue (reported for distributed runs), and says what it lacked.
-	all := Diagnose(fourRanks(), Options{})
+	all := Diagnose(fourRanks(), Options{}).Diagnoses
 	top := all[0]
 	if top.ID != "collective-straggler" || top.KnownIssue == nil || top.KnownIssue.ID != "mlx-fence-fast-synch" {
 		t.Fatalf("top %s (known issue %+v): %s", top.ID, top.KnownIssue, dump(all))
@@ -214,7 +214,7 @@ func TestStragglerDDTGroups(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range Diagnose(snap, Options{}) {
+	for _, d := range Diagnose(snap, Options{}).Diagnoses {
 		if d.ID == "collective-straggler" {
 			t.Errorf("every rank is in the collective, yet: %s", d.Summary)
 		}

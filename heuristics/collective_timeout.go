@@ -35,7 +35,7 @@ type timeoutRank struct {
 	waitsOn    []string // the sources of its posted receives
 }
 
-func progressTimeoutRanks(a *Analysis) []timeoutRank {
+func progressTimeoutRanks(a *analysis) []timeoutRank {
 	var out []timeoutRank
 	for _, p := range a.Snap.Processes {
 		if !strings.HasPrefix(p.Message, "MPICH progress timeout") {
@@ -64,7 +64,7 @@ func progressTimeoutRanks(a *Analysis) []timeoutRank {
 // matchProgressTimeout gives collective-straggler from the progress-
 // timeout reports of a paste, when the ranks are too few for the
 // majority rule: the first rank whose report says what holds it.
-func matchProgressTimeout(a *Analysis) []Diagnosis {
+func matchProgressTimeout(a *analysis) []Diagnosis {
 	ranks := progressTimeoutRanks(a)
 	for _, tr := range ranks {
 		if tr.r.coll == "" || tr.r.lead == nil {

@@ -126,7 +126,7 @@ func (r *corpusResult) diagnose(t *testing.T, path string) {
 			r.frames += len(th.Stack)
 		}
 	}
-	diags := heuristics.Diagnose(snap, heuristics.Options{})
+	diags := heuristics.Diagnose(snap, heuristics.Options{}).Diagnoses
 	if len(diags) > 0 {
 		r.top = &diags[0]
 	}

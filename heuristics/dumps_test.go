@@ -95,7 +95,7 @@ func diagnoseDump(t *testing.T, name string) (*stacks.Snapshot, []heuristics.Dia
 	for _, s := range skipped {
 		t.Logf("%s: %s", name, s)
 	}
-	ds := heuristics.Diagnose(snap, heuristics.Options{})
+	ds := heuristics.Diagnose(snap, heuristics.Options{}).Diagnoses
 	for i, d := range ds {
 		pre := "verdict"
 		if i > 0 {
@@ -403,7 +403,7 @@ func TestDumpRanksStraggler(t *testing.T) {
 		}
 		snaps = append(snaps, snap)
 	}
-	ds := heuristics.Diagnose(stacks.Merge(snaps...), heuristics.Options{})
+	ds := heuristics.Diagnose(stacks.Merge(snaps...), heuristics.Options{}).Diagnoses
 	if len(ds) == 0 || ds[0].ID != "collective-straggler" {
 		t.Fatalf("verdicts %v, want collective-straggler first", ids(ds))
 	}

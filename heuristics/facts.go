@@ -4,7 +4,7 @@ package heuristics
 //
 // A thread's facts (what it waits on and where its wait was asked for;
 // how its samples compare) are read from its stack once and kept on the
-// Analysis. A detector's findings (signal re-entries, loader waits, the
+// analysis. A detector's findings (signal re-entries, loader waits, the
 // locks a stack shows in hand, GIL cycles) are computed once, on first
 // use, and every signature that needs them reads the same result: the
 // shape of golang.org/x/tools/go/analysis, where an analyzer names what
@@ -22,7 +22,7 @@ type threadFact struct {
 }
 
 // fact returns t's facts, computing them the first time.
-func (a *Analysis) fact(t *stacks.Thread) *threadFact {
+func (a *analysis) fact(t *stacks.Thread) *threadFact {
 	if f := a.facts[t]; f != nil {
 		return f
 	}
@@ -33,13 +33,13 @@ func (a *Analysis) fact(t *stacks.Thread) *threadFact {
 }
 
 // wait is waitOf(t), once per snapshot.
-func (a *Analysis) wait(t *stacks.Thread) (waitClass, int) {
+func (a *analysis) wait(t *stacks.Thread) (waitClass, int) {
 	f := a.fact(t)
 	return f.class, f.caller
 }
 
 // samplesOf is factsOf(t), once per snapshot.
-func (a *Analysis) samplesOf(t *stacks.Thread) threadFacts {
+func (a *analysis) samplesOf(t *stacks.Thread) threadFacts {
 	f := a.fact(t)
 	if f.nonlock == nil {
 		nf := factsOf(t)
@@ -51,7 +51,7 @@ func (a *Analysis) samplesOf(t *stacks.Thread) threadFacts {
 // result returns a detector's findings, running it the first time: a
 // signature that needs another's findings reads them instead of
 // re-running its detector.
-func result[T any](a *Analysis, name string, detect func(*Analysis) T) T {
+func result[T any](a *analysis, name string, detect func(*analysis) T) T {
 	if v, ok := a.results[name]; ok {
 		return v.(T)
 	}

@@ -110,7 +110,7 @@ func inheritedDrivers(p *stacks.Process) (ds []inheritedDriver, fromParent bool)
 	return ds, false
 }
 
-func matchForkAfterAccel(a *Analysis) []Diagnosis {
+func matchForkAfterAccel(a *analysis) []Diagnosis {
 	var out []Diagnosis
 	for _, p := range a.Snap.Processes {
 		if p.Fork == nil {
@@ -142,7 +142,7 @@ type stuckInDriver struct {
 	byName bool
 }
 
-func forkAccelIn(a *Analysis, p *stacks.Process) (Diagnosis, bool) {
+func forkAccelIn(a *analysis, p *stacks.Process) (Diagnosis, bool) {
 	drivers, fromParent := inheritedDrivers(p)
 	if len(drivers) == 0 {
 		return Diagnosis{}, false
@@ -218,7 +218,7 @@ func driverFrame(st []stacks.Frame, drivers []inheritedDriver) (stuckInDriver, b
 	return stuckInDriver{}, false
 }
 
-func forkAccelDiagnosis(a *Analysis, p *stacks.Process, stuck []stuckInDriver, fromParent bool) Diagnosis {
+func forkAccelDiagnosis(a *analysis, p *stacks.Process, stuck []stuckInDriver, fromParent bool) Diagnosis {
 	s := stuck[0]
 	n := len(s.f.samples)
 	conf := Medium

@@ -57,7 +57,7 @@ func TestForkAccelFakeDriver(t *testing.T) {
 }
 
 func TestForkAccelDiagnoseIsFirstAndLeavesTheParentAlone(t *testing.T) {
-	ds := Diagnose(cudaForkSnap(), Options{})
+	ds := Diagnose(cudaForkSnap(), Options{}).Diagnoses
 	if len(ds) == 0 || ds[0].ID != "fork-after-accelerator-init" {
 		t.Fatalf("diagnoses %v, want fork-after-accelerator-init first", nbIDs(ds))
 	}
@@ -77,7 +77,7 @@ func TestForkAccelCUDAKnownIssue(t *testing.T) {
 	child := nbForked(nbModules(nbProc(200,
 		nbThread(200, "python", nbTimes(3, nbBlocked("futex", nbFrames("futex_wait@"+libc, "pthread_cond_wait@"+libc, "cuInit_internal@"+libcuda, "cuInit@"+libcuda, "cudart::globalState::initializeDriver@/x/libcudart.so.12", "cudaGetDeviceCount@/x/libcudart.so.12", "main")))...),
 	), libc, libcuda), 100, []int{100, 101, 102}, libc, libcuda, "/x/libcudart.so.12")
-	ds := Diagnose(nbSnap(true, child), Options{})
+	ds := Diagnose(nbSnap(true, child), Options{}).Diagnoses
 	got := nbFind(ds, "fork-after-accelerator-init")
 	if len(got) != 1 || got[0].Confidence != Medium {
 		t.Fatalf("got %+v", got)

@@ -33,7 +33,7 @@ var forkRefs = []string{
 
 // forkLocks returns the locks of forked children owned by a parent
 // thread at fork.
-func forkLocks(a *Analysis) []*Lock {
+func forkLocks(a *analysis) []*Lock {
 	var ls []*Lock
 	for _, l := range a.graph.Locks {
 		if l.Owner.Kind == OwnerForkParent {
@@ -48,7 +48,7 @@ func lineage(p *stacks.Process) string {
 		p.Pid, p.Fork.ParentPid, joinInts(p.Fork.ParentThreads))
 }
 
-func matchForkInheritedLock(a *Analysis) []Diagnosis {
+func matchForkInheritedLock(a *analysis) []Diagnosis {
 	var ds []Diagnosis
 	for _, l := range forkLocks(a) {
 		p, o := l.Waiters[0].Proc, l.Owner

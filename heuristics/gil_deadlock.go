@@ -49,9 +49,9 @@ type gilFinding struct {
 // Python that neither waits for the GIL nor sleeps in a wait that drops
 // it) blocked in a native mutex, and the threads waiting for the GIL.
 // With owners read, the mutex's owner must be one of those waiters.
-func findGILDeadlocks(a *Analysis) []gilFinding { return result(a, "GIL cycles", detectGILDeadlocks) }
+func findGILDeadlocks(a *analysis) []gilFinding { return result(a, "GIL cycles", detectGILDeadlocks) }
 
-func detectGILDeadlocks(a *Analysis) []gilFinding {
+func detectGILDeadlocks(a *analysis) []gilFinding {
 	var fs []gilFinding
 	for _, p := range a.Snap.Processes {
 		if p.Exited {
@@ -106,7 +106,7 @@ func detectGILDeadlocks(a *Analysis) []gilFinding {
 // or, without GIL evidence, runs Python code) and blocks in a native
 // mutex taken by native code, not by the interpreter's own locks (those
 // drop the GIL while they wait).
-func gilHolderBlocked(a *Analysis, t *stacks.Thread) bool {
+func gilHolderBlocked(a *analysis, t *stacks.Thread) bool {
 	class, caller := a.wait(t)
 	if class != waitLock || waitsForGIL(t) {
 		return false
@@ -169,7 +169,7 @@ func pySpyGILWaiters(p *stacks.Process, holder *stacks.Thread) []ThreadRef {
 	return ws
 }
 
-func matchGILDeadlock(a *Analysis) []Diagnosis {
+func matchGILDeadlock(a *analysis) []Diagnosis {
 	var ds []Diagnosis
 	done := map[*stacks.Process]bool{}
 	for _, f := range findGILDeadlocks(a) {

@@ -68,7 +68,7 @@ func TestGILDeadlockLive(t *testing.T) {
 		none(t, "lock-order-cycle", snap)
 		none(t, "self-deadlock", snap)
 		if withPython {
-			ds := Diagnose(snap, Options{})
+			ds := Diagnose(snap, Options{}).Diagnoses
 			if ds[0].ID != "gil-deadlock" {
 				t.Fatalf("top diagnosis %s, want gil-deadlock: %s", ds[0].ID, dump(ds))
 			}
@@ -156,7 +156,7 @@ func TestGILDeadlockEvidencePerProcess(t *testing.T) {
 	gdb := pasted(proc(8001, gilHolder(false), gilWaiter()))
 	snap := stacks.Merge(py, gdb)
 	var pids []int
-	for _, d := range Diagnose(snap, Options{}) {
+	for _, d := range Diagnose(snap, Options{}).Diagnoses {
 		if d.ID == "gil-deadlock" {
 			pids = append(pids, d.Pids...)
 		}

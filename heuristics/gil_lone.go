@@ -57,7 +57,7 @@ func holdsGILWaiting(t *stacks.Thread) (stacks.Frame, bool) {
 // matchLoneGIL finds the one-sided GIL deadlocks of pastes that hold a
 // single thread of a process (done: processes the two-sided search
 // already explained).
-func matchLoneGIL(a *Analysis, done map[*stacks.Process]bool) []Diagnosis {
+func matchLoneGIL(a *analysis, done map[*stacks.Process]bool) []Diagnosis {
 	var ds []Diagnosis
 	for _, p := range a.Snap.Processes {
 		if done[p] || p.Exited || a.allThreads(p) || len(p.Threads) != 1 {

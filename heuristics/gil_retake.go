@@ -19,8 +19,8 @@ const gilRetakeFix = "Take the GIL only on a thread that released it: pair every
 
 // findGILRetakes finds the threads waiting for a GIL the interpreter
 // records them as holding.
-func findGILRetakes(a *Analysis) []ThreadRef {
-	return result(a, "GIL retakes", func(a *Analysis) []ThreadRef {
+func findGILRetakes(a *analysis) []ThreadRef {
+	return result(a, "GIL retakes", func(a *analysis) []ThreadRef {
 		var refs []ThreadRef
 		for _, p := range a.Snap.Processes {
 			if p.Exited {
@@ -37,7 +37,7 @@ func findGILRetakes(a *Analysis) []ThreadRef {
 }
 
 // matchGILRetake says each GIL taken back by its holder: a self-deadlock.
-func matchGILRetake(a *Analysis) []Diagnosis {
+func matchGILRetake(a *analysis) []Diagnosis {
 	var ds []Diagnosis
 	for _, ref := range findGILRetakes(a) {
 		p, t := ref.Proc, ref.Thread
@@ -74,7 +74,7 @@ func matchGILRetake(a *Analysis) []Diagnosis {
 // waiter sits at the same place in every one, gains no CPU, and no other
 // thread of the process makes progress (none can run Python without the
 // GIL). One observation (a dump) cannot tell, and is taken as it is.
-func gilRetakeStable(a *Analysis, p *stacks.Process, t *stacks.Thread) bool {
+func gilRetakeStable(a *analysis, p *stacks.Process, t *stacks.Thread) bool {
 	f := a.samplesOf(t)
 	if len(f.samples) < 2 {
 		return true

@@ -71,7 +71,7 @@ func goAsleep(gp *goProc) *goAsleepFinding {
 	return f
 }
 
-func matchGoAllAsleep(a *Analysis) []Diagnosis {
+func matchGoAllAsleep(a *analysis) []Diagnosis {
 	var ds []Diagnosis
 	for _, gp := range goProcs(a) {
 		f := goAsleep(gp)

@@ -282,7 +282,7 @@ func goAnyRuns(users []*gor) bool {
 	return false
 }
 
-func matchGoChannelNoPartner(a *Analysis) []Diagnosis {
+func matchGoChannelNoPartner(a *analysis) []Diagnosis {
 	return perGoProc(a, goOrphanedChannels, func(_ *goProc, o goOrphan) Diagnosis { return goOrphanDiagnosis(o) })
 }
 

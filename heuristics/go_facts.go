@@ -64,7 +64,7 @@ type goProc struct {
 
 // goProcs returns the processes of the snapshot whose threads are
 // goroutines (a goroutine dump, a live read of a Go process).
-func goProcs(a *Analysis) []*goProc {
+func goProcs(a *analysis) []*goProc {
 	var out []*goProc
 	for _, p := range a.Snap.Processes {
 		var gp *goProc
@@ -391,7 +391,7 @@ func goRefs(gs ...*gor) (pids, tids []int) {
 // goDeadlockClaims reports whether a Go deadlock signature names a
 // goroutine of process p: the verdicts that are not a deadlock
 // (progressing, io-wait, sleeping) then leave it alone.
-func goDeadlockClaims(a *Analysis, p *stacks.Process) bool {
+func goDeadlockClaims(a *analysis, p *stacks.Process) bool {
 	for _, gp := range goProcs(a) {
 		if gp.p != p {
 			continue
@@ -424,7 +424,7 @@ func goWaitKind(t *stacks.Thread) (waitKind, string, bool) {
 }
 
 // goroutineDiagnosis: a diagnosis that names goroutines.
-func goroutineDiagnosis(a *Analysis, d Diagnosis) bool {
+func goroutineDiagnosis(a *analysis, d Diagnosis) bool {
 	if len(d.Tids) == 0 {
 		return false
 	}
@@ -444,7 +444,7 @@ func runtimeMessage(p *stacks.Process) string {
 
 // perGoProc runs find over each Go process of the snapshot and turns
 // each finding into a diagnosis.
-func perGoProc[T any](a *Analysis, find func(*goProc) []T, diagnose func(*goProc, T) Diagnosis) []Diagnosis {
+func perGoProc[T any](a *analysis, find func(*goProc) []T, diagnose func(*goProc, T) Diagnosis) []Diagnosis {
 	var ds []Diagnosis
 	for _, gp := range goProcs(a) {
 		for _, f := range find(gp) {

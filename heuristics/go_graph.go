@@ -15,7 +15,7 @@ type GoWait struct {
 
 // GoWaits lists the goroutines of the program (not the runtime's own)
 // that wait on an object whose address is known, in snapshot order.
-func (a *Analysis) GoWaits() []GoWait {
+func (a *analysis) GoWaits() []GoWait {
 	var out []GoWait
 	for _, gp := range goProcs(a) {
 		objs := map[uint64]bool{}

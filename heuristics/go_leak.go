@@ -179,7 +179,7 @@ func goleakLeaks(gp *goProc) []goLeak {
 	return []goLeak{l}
 }
 
-func matchGoLeak(a *Analysis) []Diagnosis {
+func matchGoLeak(a *analysis) []Diagnosis {
 	return perGoProc(a, func(gp *goProc) []goLeak {
 		if ls := goleakLeaks(gp); len(ls) > 0 {
 			return ls

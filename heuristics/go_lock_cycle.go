@@ -175,7 +175,7 @@ const goLockFix = "Lock these mutexes in one fixed order everywhere: where code 
 	"in tests does."
 
 // matchGoLockCycle gives lock-order-cycle for goroutines.
-func matchGoLockCycle(a *Analysis) []Diagnosis {
+func matchGoLockCycle(a *analysis) []Diagnosis {
 	return perGoProc(a, goLockCycles, goLockCycleDiagnosis)
 }
 

@@ -77,7 +77,7 @@ var goPatients = []goPatientExpect{
 // no deadlock. It returns the top diagnosis.
 func checkGoPatient(t *testing.T, e goPatientExpect, snap *stacks.Snapshot, many int) heuristics.Diagnosis {
 	t.Helper()
-	ds := heuristics.Diagnose(snap, heuristics.Options{})
+	ds := heuristics.Diagnose(snap, heuristics.Options{}).Diagnoses
 	if len(ds) == 0 {
 		t.Fatalf("%s: no diagnosis", e.patient)
 	}

@@ -118,7 +118,7 @@ func goUnknownRLocks(gp *goProc) []goSelf {
 }
 
 // matchGoSelfDeadlock gives self-deadlock for goroutines.
-func matchGoSelfDeadlock(a *Analysis) []Diagnosis {
+func matchGoSelfDeadlock(a *analysis) []Diagnosis {
 	return perGoProc(a, goSelfDeadlocks, goSelfDiagnosis)
 }
 

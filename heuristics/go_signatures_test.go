@@ -70,7 +70,7 @@ func diagnoseGoText(t *testing.T, text string) []heuristics.Diagnosis {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds := heuristics.Diagnose(snap, heuristics.Options{})
+	ds := heuristics.Diagnose(snap, heuristics.Options{}).Diagnoses
 	if len(ds) == 0 {
 		return []heuristics.Diagnosis{{ID: "(none)"}}
 	}
@@ -246,7 +246,7 @@ func TestGoCutDumps(t *testing.T) {
 			if err != nil {
 				continue
 			}
-			for _, d := range heuristics.Diagnose(snap, heuristics.Options{}) {
+			for _, d := range heuristics.Diagnose(snap, heuristics.Options{}).Diagnoses {
 				if d.Confidence == heuristics.High && d.Deadlock && d.ID != "all-goroutines-asleep" && d.ID != "channel-no-partner" {
 					t.Errorf("%s cut at %d/40: %s high: %s", name, i, d.ID, d.Summary)
 				}
@@ -263,7 +263,7 @@ func TestGoWaitsForGraphs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws := heuristics.NewAnalysis(snap).GoWaits()
+	ws := heuristics.Diagnose(snap, heuristics.Options{}).GoWaits
 	locks := map[int]heuristics.GoWait{}
 	for _, w := range ws {
 		if w.Kind == stacks.GoWaitMutex {

@@ -15,7 +15,7 @@ func TestUnreadGoroutinesNotCleared(t *testing.T) {
 		nbThread(4712, "app.test", nbTimes(3, nbBlocked("futex", nbFrames("runtime.futex", "runtime.futexsleep", "runtime.notesleep", "runtime.stopm", "runtime.findRunnable", "runtime.schedule")))...),
 	)
 	p.Runtime = "go1.26.8"
-	ds := Diagnose(nbSnap(true, p), Options{})
+	ds := Diagnose(nbSnap(true, p), Options{}).Diagnoses
 	if len(ds) == 0 {
 		t.Fatal("no diagnosis")
 	}

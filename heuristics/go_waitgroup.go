@@ -110,7 +110,7 @@ func goEntry(g *gor) string {
 	return ""
 }
 
-func matchGoWaitGroupNeverDone(a *Analysis) []Diagnosis {
+func matchGoWaitGroupNeverDone(a *analysis) []Diagnosis {
 	return perGoProc(a, goStuckWaitGroups, goWaitGroupDiagnosis)
 }
 

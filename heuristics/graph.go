@@ -100,7 +100,7 @@ type Graph struct {
 	out   map[*stacks.Thread][]int // waiting thread → indexes into Edges
 }
 
-func buildGraph(a *Analysis) *Graph {
+func buildGraph(a *analysis) *Graph {
 	g := &Graph{out: map[*stacks.Thread][]int{}}
 	// by process, not pid: pasted processes may share a pid (0, unknown)
 	type procLock struct {
@@ -196,7 +196,7 @@ func (g *Graph) add(e Edge) {
 // resolveOwner finds the thread a mutex's __owner names. The id is only
 // meaningful in the mutex's own process, except for a process-shared
 // mutex, and for a forked child, where it names a parent thread.
-func (a *Analysis) resolveOwner(p *stacks.Process, m *stacks.Mutex) Owner {
+func (a *analysis) resolveOwner(p *stacks.Process, m *stacks.Mutex) Owner {
 	tid := m.Owner
 	if tid <= 0 || uint32(tid) == ownerInconsistent || uint32(tid) == ownerNotRecovrable {
 		return Owner{Kind: OwnerUnknown}

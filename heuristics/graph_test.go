@@ -92,7 +92,7 @@ func TestOwnerResolution(t *testing.T) {
 		proc(300, thread(301, "other", "poll")),
 		proc(400, thread(400, "parent", "main"), thread(401, "pool", "worker")),
 	)
-	a := NewAnalysis(snap)
+	a := newAnalysis(snap)
 	want := map[int]OwnerKind{
 		101: OwnerLive, 103: OwnerLive, 104: OwnerGone, 105: OwnerReused, 106: OwnerUnknown,
 		107: OwnerLive, 108: OwnerUnknown, 200: OwnerForkParent, 201: OwnerForkParent, 202: OwnerGone,
@@ -127,7 +127,7 @@ func TestStepAndChainText(t *testing.T) {
 		on(thread(4711, "worker", mutexFrames("a")...), named(lockWait(0x7f0010, 4712, 0), "server_lock")),
 		on(thread(4712, "io", mutexFrames("b")...), lockWait(0x7f0020, 4711, 0)),
 	))
-	a := NewAnalysis(snap)
+	a := newAnalysis(snap)
 	cs := a.Cycles()
 	if len(cs) != 1 {
 		t.Fatalf("cycles: %d", len(cs))
@@ -161,7 +161,7 @@ func TestCyclesShapes(t *testing.T) {
 	m := func(tid, owner int, addr uint64) *stacks.Thread {
 		return on(thread(tid, "", mutexFrames("f")...), lockWait(addr, owner, 0))
 	}
-	a := NewAnalysis(live(proc(1,
+	a := newAnalysis(live(proc(1,
 		m(10, 11, 0xa), m(11, 10, 0xb), // ABBA
 		m(20, 21, 0xc), m(21, 22, 0xd), m(22, 20, 0xe), // three
 		m(30, 30, 0xf),                            // self
@@ -181,7 +181,7 @@ func TestJoinAndChildEdges(t *testing.T) {
 	parent := proc(1, on(thread(1, "main", "wait4", "main"), &stacks.Wait{Syscall: "wait4", Nr: 61}),
 		on(thread(2, "joiner", joinFrames("main")...), joinWait(3)), thread(3, "w", "compute"))
 	parent.Children = []int{5, 6}
-	a := NewAnalysis(live(parent))
+	a := newAnalysis(live(parent))
 	if es := waitsOf(a, 1); len(es) != 1 || es[0].Kind != EdgeChild || Step(es[0]) != "thread 1 `main` waits in wait4 for its children 5, 6" {
 		t.Errorf("wait4 edge: %+v", es)
 	}
@@ -196,7 +196,7 @@ func TestLockDiagnosed(t *testing.T) {
 		proc(2, on(thread(2, "", condFrames("f")...), futexWait(0x2))),       // a sleeper only
 		proc(3, on(thread(3, "", mutexFrames("f")...), lockWait(0x3, 3, kindRecursive))),
 	)
-	a := NewAnalysis(snap)
+	a := newAnalysis(snap)
 	if !a.LockDiagnosed(a.Process(1)) || a.LockDiagnosed(a.Process(2)) || a.LockDiagnosed(a.Process(3)) {
 		t.Errorf("LockDiagnosed = %v %v %v, want true false false", a.LockDiagnosed(a.Process(1)), a.LockDiagnosed(a.Process(2)), a.LockDiagnosed(a.Process(3)))
 	}
@@ -215,19 +215,19 @@ func TestUnsteadyAndExitedMakeNoEdges(t *testing.T) {
 	moved := *p.Threads[1].Wait
 	moved.Mutex = &stacks.Mutex{Addr: 0x601040, Lock: 2, Owner: 13}
 	p.Threads[1].Samples[0].Wait = &moved
-	a := NewAnalysis(live(p))
+	a := newAnalysis(live(p))
 	if len(waitsOf(a, 11)) != 0 || len(a.Cycles()) != 0 {
 		t.Errorf("an unsteady wait made an edge: %+v", waitsOf(a, 11))
 	}
 	gone := abba(11, 12)
 	gone.Exited = true
-	if a := NewAnalysis(live(gone)); len(a.Graph().Edges) != 0 || a.LockDiagnosed(a.Process(10)) {
+	if a := newAnalysis(live(gone)); len(a.Graph().Edges) != 0 || a.LockDiagnosed(a.Process(10)) {
 		t.Error("an exited process is not stuck")
 	}
 }
 
 // waitsOf is WaitsFor of the thread with that tid (unique in these tests).
-func waitsOf(a *Analysis, tid int) []Edge {
+func waitsOf(a *analysis, tid int) []Edge {
 	if rs := a.threads[tid]; len(rs) == 1 {
 		return a.WaitsFor(rs[0].Thread)
 	}
@@ -241,7 +241,7 @@ func waitsOf(a *Analysis, tid int) []Edge {
 func TestRepeatedIdsAreOtherThreads(t *testing.T) {
 	p1, p2 := abba(11, 12), abba(11, 12)
 	p1.Pid, p2.Pid = 0, 0
-	a := NewAnalysis(&stacks.Snapshot{Processes: []*stacks.Process{p1, p2}})
+	a := newAnalysis(&stacks.Snapshot{Processes: []*stacks.Process{p1, p2}})
 	cs := a.Cycles()
 	if len(cs) != 2 {
 		t.Fatalf("%d cycles, want one in each process", len(cs))

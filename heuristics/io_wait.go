@@ -52,7 +52,7 @@ func fdText(f threadFacts) string {
 	return "" // poll, select: several fds
 }
 
-func ioWaitDiagnosis(a *Analysis, p *stacks.Process, all []threadFacts) Diagnosis {
+func ioWaitDiagnosis(a *analysis, p *stacks.Process, all []threadFacts) Diagnosis {
 	var io []threadFacts
 	for _, f := range all {
 		if f.kind == wkIO {

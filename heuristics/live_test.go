@@ -64,7 +64,7 @@ func attachLive(t *testing.T, p *patient.Proc, targets []int) *live {
 	if err != nil {
 		t.Fatalf("Attach(%v): %v", targets, err)
 	}
-	l := &live{p: p, snap: snap, diags: heuristics.Diagnose(snap, heuristics.Options{})}
+	l := &live{p: p, snap: snap, diags: heuristics.Diagnose(snap, heuristics.Options{}).Diagnoses}
 	t.Cleanup(func() {
 		if t.Failed() {
 			l.dump(t)

@@ -264,7 +264,7 @@ func TestLiveLibJemallocTrylockSnapshot(t *testing.T) {
 	if th.Tid != churner || th.Wait == nil || th.Wait.Mutex == nil || th.Wait.Mutex.Owner != 0 {
 		t.Fatalf("snapshot: thread %d, wait %+v: not the trylock case", th.Tid, th.Wait)
 	}
-	l := &live{snap: snap, diags: heuristics.Diagnose(snap, heuristics.Options{})}
+	l := &live{snap: snap, diags: heuristics.Diagnose(snap, heuristics.Options{}).Diagnoses}
 	if d := l.top(t, "signal-handler-reentry"); d != nil {
 		wantTids(t, d, "the churner", churner)
 		wantSays(t, d, "on_sigusr1")

@@ -56,9 +56,9 @@ type loaderWait struct {
 
 // findLoaderWaits finds cycles through the loader lock in the graph and,
 // where no owner is known, the same shape by frames.
-func findLoaderWaits(a *Analysis) []loaderWait { return result(a, "loader waits", detectLoaderWaits) }
+func findLoaderWaits(a *analysis) []loaderWait { return result(a, "loader waits", detectLoaderWaits) }
 
-func detectLoaderWaits(a *Analysis) []loaderWait {
+func detectLoaderWaits(a *analysis) []loaderWait {
 	var found []loaderWait
 	for _, c := range a.cycles {
 		if len(c) < 2 {
@@ -122,7 +122,7 @@ func loaderEntry(stack []stacks.Frame) string {
 	return "?"
 }
 
-func matchLoaderLock(a *Analysis) []Diagnosis {
+func matchLoaderLock(a *analysis) []Diagnosis {
 	var ds []Diagnosis
 	for _, lw := range findLoaderWaits(a) {
 		in := lw.inLoader.Thread

@@ -96,7 +96,7 @@ func atStartup(st []stacks.Frame) bool {
 
 // loneLoaderDiagnosis is the verdict on a lone waiter whose stack
 // involves the loader (loneWaiter.loader).
-func (a *Analysis) loneLoaderDiagnosis(lw loneWaiter) Diagnosis {
+func (a *analysis) loneLoaderDiagnosis(lw loneWaiter) Diagnosis {
 	t := lw.ref.Thread
 	d := a.loneWaiterDiagnosis(lw)
 	d.Refs = []string{
@@ -127,7 +127,7 @@ func (a *Analysis) loneLoaderDiagnosis(lw loneWaiter) Diagnosis {
 	return d
 }
 
-func matchLoneLoader(a *Analysis) []Diagnosis {
+func matchLoneLoader(a *analysis) []Diagnosis {
 	var ds []Diagnosis
 	for _, p := range a.Snap.Processes {
 		if lw, ok := a.loneWaiterOf(p); ok && lw.id == "loader-lock" {

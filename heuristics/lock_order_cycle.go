@@ -21,7 +21,7 @@ func init() {
 			"wait for a thread while holding a lock it needs.",
 		Needs: []string{"owners"},
 		Rank:  40,
-		Match: func(a *Analysis) []Diagnosis { return append(matchLockOrderCycle(a), matchGoLockCycle(a)...) }, // goroutines: go_lock_cycle.go
+		Match: func(a *analysis) []Diagnosis { return append(matchLockOrderCycle(a), matchGoLockCycle(a)...) }, // goroutines: go_lock_cycle.go
 	})
 }
 
@@ -32,7 +32,7 @@ var lockOrderRefs = []string{
 
 // lockOrderCycles returns the cycles of two threads or more that do not
 // go through the loader lock (loader-lock names those).
-func lockOrderCycles(a *Analysis) [][]Edge {
+func lockOrderCycles(a *analysis) [][]Edge {
 	var cs [][]Edge
 	for _, c := range a.cycles {
 		if len(c) < 2 || throughLoader(c) {
@@ -61,7 +61,7 @@ func throughLoader(c []Edge) bool {
 	return false
 }
 
-func matchLockOrderCycle(a *Analysis) []Diagnosis {
+func matchLockOrderCycle(a *analysis) []Diagnosis {
 	var ds []Diagnosis
 	for _, c := range lockOrderCycles(a) {
 		var refs []ThreadRef
@@ -273,7 +273,7 @@ func cycleLockName(e Edge) string {
 // does not run, and whose stack the paste cut: what the owner waits on
 // was in the part cut away. A holder that does not run most often
 // waits, in turn, for a lock its waiter holds.
-func findOwnerCuts(a *Analysis) []Edge {
+func findOwnerCuts(a *analysis) []Edge {
 	var es []Edge
 	for _, e := range a.graph.Edges {
 		o := e.To.Thread

@@ -29,7 +29,7 @@ func init() {
 // lostWakeup returns the threads of a process that all sleep, none
 // running, at least one on a condvar, semaphore or futex; nil otherwise.
 // timed is set when one of the waits has a timeout (it polls).
-func (a *Analysis) lostWakeup(p *stacks.Process) (sleepers, behind []*stacks.Thread, timed bool) {
+func (a *analysis) lostWakeup(p *stacks.Process) (sleepers, behind []*stacks.Thread, timed bool) {
 	if p.Exited || a.LockDiagnosed(p) || !a.allThreads(p) {
 		// a paste of one thread's stack: the thread that would wake it
 		// may be any of those left out (an idle worker's `bt` reads so)
@@ -56,7 +56,7 @@ func (a *Analysis) lostWakeup(p *stacks.Process) (sleepers, behind []*stacks.Thr
 	return sleepers, behind, timed
 }
 
-func matchLostWakeup(a *Analysis) []Diagnosis {
+func matchLostWakeup(a *analysis) []Diagnosis {
 	var ds []Diagnosis
 	for _, p := range a.Snap.Processes {
 		sleepers, behind, timed := a.lostWakeup(p)

@@ -310,7 +310,7 @@ func whoProc(p *stacks.Process) string {
 // exited, is a parent thread across fork, or is the waiter itself). Such
 // a process belongs to the lock signatures: the verdicts that are not a
 // deadlock leave it alone.
-func lockOwnedWait(a *Analysis, p *stacks.Process) bool {
+func lockOwnedWait(a *analysis, p *stacks.Process) bool {
 	for _, t := range p.Threads {
 		w := a.samplesOf(t).lastWait()
 		if w == nil || w.Mutex == nil || w.Mutex.Owner == 0 {
@@ -348,19 +348,19 @@ func factTids(fs []threadFacts) []int {
 // signatures' ground), or that waits on a child process, or on a pipe
 // or socket whose other end a stuck process holds (waiting-on-process),
 // gets none.
-func calmVerdict(a *Analysis, p *stacks.Process) (string, []threadFacts) {
+func calmVerdict(a *analysis, p *stacks.Process) (string, []threadFacts) {
 	type out struct {
 		v   string
 		all []threadFacts
 	}
-	r := result(a, fmt.Sprintf("calm verdict %d", p.Pid), func(a *Analysis) out {
+	r := result(a, fmt.Sprintf("calm verdict %d", p.Pid), func(a *analysis) out {
 		v, all := detectCalmVerdict(a, p)
 		return out{v, all}
 	})
 	return r.v, r.all
 }
 
-func detectCalmVerdict(a *Analysis, p *stacks.Process) (string, []threadFacts) {
+func detectCalmVerdict(a *analysis, p *stacks.Process) (string, []threadFacts) {
 	if p.Exited || len(p.Threads) == 0 || isStopped(p) || lockOwnedWait(a, p) || a.LockDiagnosed(p) || goDeadlockClaims(a, p) {
 		return "", nil
 	}
@@ -422,8 +422,8 @@ func othersText(all []threadFacts, skip map[int]bool) []string {
 
 // matchCalm is the matcher of one verdict that is not a deadlock: each
 // process gets the one calmVerdict gives it, at most.
-func matchCalm(verdict string, diagnose func(a *Analysis, p *stacks.Process, all []threadFacts) Diagnosis) func(*Analysis) []Diagnosis {
-	return func(a *Analysis) []Diagnosis {
+func matchCalm(verdict string, diagnose func(a *analysis, p *stacks.Process, all []threadFacts) Diagnosis) func(*analysis) []Diagnosis {
+	return func(a *analysis) []Diagnosis {
 		var out []Diagnosis
 		for _, p := range a.Snap.Processes {
 			if v, all := calmVerdict(a, p); v == verdict {

@@ -157,7 +157,7 @@ func nbMatch(t *testing.T, id string, snap *stacks.Snapshot) []Diagnosis {
 	if s == nil {
 		t.Fatalf("signature %s is not registered", id)
 	}
-	return s.Match(NewAnalysis(snap))
+	return s.Match(newAnalysis(snap))
 }
 
 // nbIDs lists the ids Diagnose gives, in order.

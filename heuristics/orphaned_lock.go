@@ -24,7 +24,7 @@ func init() {
 // orphanedLocks returns the locks whose recorded owner is gone, or whose
 // owner id now names a thread of an unrelated process. A parent thread at
 // fork is fork-inherited-lock's, not these.
-func orphanedLocks(a *Analysis) []*Lock {
+func orphanedLocks(a *analysis) []*Lock {
 	var ls []*Lock
 	for _, l := range a.graph.Locks {
 		if l.Owner.Kind == OwnerGone || l.Owner.Kind == OwnerReused {
@@ -34,7 +34,7 @@ func orphanedLocks(a *Analysis) []*Lock {
 	return ls
 }
 
-func matchOrphanedLock(a *Analysis) []Diagnosis {
+func matchOrphanedLock(a *analysis) []Diagnosis {
 	var ds []Diagnosis
 	for _, l := range orphanedLocks(a) {
 		p, o, m := l.Waiters[0].Proc, l.Owner, l.Mutex

@@ -23,7 +23,7 @@ type ProcessWait struct {
 // ProcessWaits lists every thread's waits on other processes, in
 // snapshot order: the same waits the verdicts follow, so that a graph
 // draws what they name.
-func (a *Analysis) ProcessWaits() []ProcessWait {
+func (a *analysis) ProcessWaits() []ProcessWait {
 	var out []ProcessWait
 	for _, p := range a.Snap.Processes {
 		ws, unsampled := procWaits(a, p)
@@ -92,7 +92,7 @@ func (w procWait) blocked(stuck map[int]*stuckProc) bool {
 // for that the snapshot does not have. A poll, select or epoll wait on
 // several fds is left out: an event loop with one connection to a stuck
 // process is not stuck itself (io-wait names it).
-func procWaits(a *Analysis, p *stacks.Process) (ws []procWait, unsampled []int) {
+func procWaits(a *analysis, p *stacks.Process) (ws []procWait, unsampled []int) {
 	if p.Exited {
 		return nil, nil
 	}

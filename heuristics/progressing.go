@@ -25,7 +25,7 @@ whether it moves on.`,
 	})
 }
 
-func progressingDiagnosis(a *Analysis, p *stacks.Process, all []threadFacts) Diagnosis {
+func progressingDiagnosis(a *analysis, p *stacks.Process, all []threadFacts) Diagnosis {
 	var working []threadFacts
 	for _, f := range all {
 		if threadWorks(f) {
@@ -100,7 +100,7 @@ func progressingDiagnosis(a *Analysis, p *stacks.Process, all []threadFacts) Dia
 }
 
 // workText says how a working thread shows its work.
-func workText(a *Analysis, f threadFacts, cpuKnown bool) string {
+func workText(a *analysis, f threadFacts, cpuKnown bool) string {
 	var how []string
 	if cpuKnown {
 		how = append(how, fmt.Sprintf("%.0f%% CPU", threadCPU(a, f)))

@@ -46,7 +46,7 @@ func analyzeDump(t *testing.T, format, name string) []heuristics.Diagnosis {
 	if got != format {
 		t.Errorf("%s: read as %q, want %q", path, got, format)
 	}
-	ds := heuristics.Diagnose(snap, heuristics.Options{})
+	ds := heuristics.Diagnose(snap, heuristics.Options{}).Diagnoses
 	for _, d := range ds {
 		t.Logf("[%s, %s, deadlock=%v] %s", d.ID, d.Confidence, d.Deadlock, d.Summary)
 	}

@@ -56,7 +56,7 @@ type pyHolder struct {
 // when the child waits in logging, else the parent's blocked threads
 // other than the one that forked (which waits for the child, or runs the
 // child's own outer frames).
-func pyParentHolders(a *Analysis, child *stacks.Process, waiter *stacks.Thread, kind string) []pyHolder {
+func pyParentHolders(a *analysis, child *stacks.Process, waiter *stacks.Thread, kind string) []pyHolder {
 	parent := a.Process(child.Fork.ParentPid)
 	if parent == nil {
 		return nil
@@ -127,7 +127,7 @@ func inLoggingHandler(t *stacks.Thread) bool {
 // the child waits (its Python file:line), the worker machinery and the
 // fix for it (the start method), and, with the parent's snapshot, the
 // parent thread that held the lock and its Python line.
-func refinePythonFork(a *Analysis, d *Diagnosis, child *stacks.Process, waiter *stacks.Thread) {
+func refinePythonFork(a *analysis, d *Diagnosis, child *stacks.Process, waiter *stacks.Thread) {
 	if !pyLockAcquire(waiter) && !hasPyFrames(waiter) {
 		return
 	}
@@ -231,7 +231,7 @@ func pyLockSite(f stacks.Frame) bool {
 // whose only thread stopped inside logging's lock-taking path. Without
 // native frames the lock wait is inferred from where the thread stopped,
 // hence the low confidence.
-func pyOnlyForkDiagnosis(a *Analysis, p *stacks.Process) (Diagnosis, bool) {
+func pyOnlyForkDiagnosis(a *analysis, p *stacks.Process) (Diagnosis, bool) {
 	if p.Exited || len(p.Threads) != 1 || !pyOnlyFrames(p) {
 		return Diagnosis{}, false
 	}

@@ -57,7 +57,7 @@ func TestPythonForkLogging(t *testing.T) {
 // The logging known issue refines it through Diagnose, with a fix that
 // says what to do on a Python that re-initialises the handler locks.
 func TestPythonForkLoggingKnownIssue(t *testing.T) {
-	ds := Diagnose(loggingForkSnap(true), Options{})
+	ds := Diagnose(loggingForkSnap(true), Options{}).Diagnoses
 	d := ds[0]
 	if d.ID != "fork-inherited-lock" || d.KnownIssue == nil || d.KnownIssue.ID != "python-logging-fork" {
 		t.Fatalf("top %s, known issue %+v: %s", d.ID, d.KnownIssue, dump(ds))
@@ -89,7 +89,7 @@ func TestPythonForkDataLoader(t *testing.T) {
 		pf("Queue.put", "/usr/lib/python3.11/queue.py", 133), pf("_worker_loop", "/site-packages/torch/utils/data/_utils/worker.py", 308),
 		pf("BaseProcess.run", mpProc, 108), pf("BaseProcess._bootstrap", mpProc, 314), pf("Popen._launch", mpFork, 71)), futexWait(0x77))
 	snap := live(forked(proc(9210, w), 9200, 9200, 9201, 9202))
-	ds := Diagnose(snap, Options{})
+	ds := Diagnose(snap, Options{}).Diagnoses
 	d := ds[0]
 	if d.ID != "fork-inherited-lock" || d.KnownIssue == nil || d.KnownIssue.ID != "torch-dataloader-worker-fork" {
 		t.Fatalf("top %s, known issue %+v: %s", d.ID, d.KnownIssue, dump(ds))
@@ -131,7 +131,7 @@ func TestPythonNumpyOpenBLASRelock(t *testing.T) {
 		pf("child_main", "py_numpy_fork.py", 79), pf("main", "py_numpy_fork.py", 95)),
 		named(lockWait(0x7f00cc00, 9310, 0), "server_lock"))
 	snap := live(forked(proc(9310, w), 9300, 9300, 9301, 9302))
-	ds := Diagnose(snap, Options{})
+	ds := Diagnose(snap, Options{}).Diagnoses
 	d := ds[0]
 	if d.KnownIssue == nil || d.KnownIssue.ID != "openblas-fork-relock" {
 		t.Fatalf("top %s, known issue %+v: %s", d.ID, d.KnownIssue, dump(ds))

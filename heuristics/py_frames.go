@@ -209,7 +209,7 @@ func waitsForGIL(t *stacks.Thread) bool {
 // innermost Python frame and the user's line), in the summary and the
 // evidence: a person reads a Python hang by its .py lines, which native
 // stacks bury under the interpreter's frames.
-func addPythonSites(a *Analysis, ds []Diagnosis) {
+func addPythonSites(a *analysis, ds []Diagnosis) {
 	for i := range ds {
 		d := &ds[i]
 		if !d.Deadlock {

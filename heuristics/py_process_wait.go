@@ -82,7 +82,7 @@ type pyProcessWait struct {
 
 // pyProcessWaitIn finds the first thread of p that waits on another
 // process, when no thread of p runs.
-func pyProcessWaitIn(a *Analysis, p *stacks.Process) (pyProcessWait, bool) {
+func pyProcessWaitIn(a *analysis, p *stacks.Process) (pyProcessWait, bool) {
 	var found pyProcessWait
 	ok := false
 	for _, t := range p.Threads {
@@ -97,7 +97,7 @@ func pyProcessWaitIn(a *Analysis, p *stacks.Process) (pyProcessWait, bool) {
 	return found, ok
 }
 
-func pyProcessWaitDiagnosis(a *Analysis, p *stacks.Process, w pyProcessWait) Diagnosis {
+func pyProcessWaitDiagnosis(a *analysis, p *stacks.Process, w pyProcessWait) Diagnosis {
 	ref := ThreadRef{Proc: p, Thread: w.t}
 	d := Diagnosis{Deadlock: false, Confidence: Low, Refs: []string{"https://docs.python.org/3/library/multiprocessing.html#multiprocessing-programming",
 		"https://docs.python.org/3/library/subprocess.html#subprocess.Popen.communicate"}}

@@ -26,7 +26,7 @@ func diagnosePaste(t *testing.T, name, text string) []heuristics.Diagnosis {
 	if err != nil {
 		t.Fatalf("%s: %v\n%s", name, err, text)
 	}
-	ds := heuristics.Diagnose(snap, heuristics.Options{})
+	ds := heuristics.Diagnose(snap, heuristics.Options{}).Diagnoses
 	for _, d := range ds {
 		t.Logf("%s: [%s, %s] %s", name, d.ID, d.Confidence, d.Summary)
 	}

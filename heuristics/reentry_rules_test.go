@@ -43,7 +43,7 @@ func TestDispatchSyncOntoOwnQueue(t *testing.T) {
 	d = one(t, "self-deadlock", pasted(proc(0, block)))
 	has(t, "chain", d.Chain[1], "serial dispatch queue", "_dispatch_lane_serial_drain")
 	global := thread(0, "com.apple.root.default-qos", append(wait, "-[Store save]", "_dispatch_call_block_and_release", "_dispatch_client_callout", "_dispatch_root_queue_drain", "_dispatch_worker_thread3", "_pthread_wqthread")...)
-	for _, ds := range Diagnose(pasted(proc(0, global)), Options{}) {
+	for _, ds := range Diagnose(pasted(proc(0, global)), Options{}).Diagnoses {
 		if strings.Contains(ds.Summary, "dispatch_sync onto the current queue") {
 			t.Errorf("a global queue's block: %s", ds.Summary)
 		}

@@ -36,7 +36,7 @@ func mergeRules(rules []Rule) []Rule {
 // refine adds known issues to the diagnoses the rules match. The first
 // matching rule wins; a diagnosis a matcher already refined is left as
 // it is.
-func refine(a *Analysis, ds []Diagnosis, rules []Rule) []Diagnosis {
+func refine(a *analysis, ds []Diagnosis, rules []Rule) []Diagnosis {
 	rules = mergeRules(rules)
 	for i := range ds {
 		d := &ds[i]
@@ -76,7 +76,7 @@ func containsString(xs []string, x string) bool {
 }
 
 // match says whether the rule applies to a diagnosis, and why.
-func (r *Rule) match(a *Analysis, d *Diagnosis) (string, bool) {
+func (r *Rule) match(a *analysis, d *Diagnosis) (string, bool) {
 	if !containsString(r.Base, d.ID) {
 		return "", false
 	}

@@ -30,7 +30,7 @@ func refined(snap *stacks.Snapshot, base string, rules ...Rule) Diagnosis {
 		rules = builtinRules()
 	}
 	d := Diagnosis{ID: base, Pids: []int{200}, Tids: []int{200}, Summary: "base summary", Fix: "base fix", Refs: []string{"https://example.org/base"}, Deadlock: true}
-	return refine(NewAnalysis(snap), []Diagnosis{d}, rules)[0]
+	return refine(newAnalysis(snap), []Diagnosis{d}, rules)[0]
 }
 
 func TestBuiltinRulesMatchTheRealBugs(t *testing.T) {
@@ -148,7 +148,7 @@ func TestRefineOrderAndOverride(t *testing.T) {
 	}
 	// A diagnosis a matcher refined already is left alone.
 	d := Diagnosis{ID: "self-deadlock", Pids: []int{200}, Tids: []int{200}, KnownIssue: &KnownIssue{ID: "matcher"}}
-	if got := refine(NewAnalysis(snap), []Diagnosis{d}, builtinRules())[0]; got.KnownIssue.ID != "matcher" {
+	if got := refine(newAnalysis(snap), []Diagnosis{d}, builtinRules())[0]; got.KnownIssue.ID != "matcher" {
 		t.Errorf("pre-set known issue replaced by %s", got.KnownIssue.ID)
 	}
 }
@@ -253,7 +253,7 @@ func TestLoadRulesFile(t *testing.T) {
 	}
 	// A user's rule refines a verdict that is not a deadlock, through
 	// Diagnose.
-	ds := Diagnose(busySnap(), Options{Rules: rs})
+	ds := Diagnose(busySnap(), Options{Rules: rs}).Diagnoses
 	p := nbFind(ds, "progressing")
 	if len(p) != 1 || p[0].KnownIssue == nil || p[0].KnownIssue.ID != "mine" || p[0].Fix != "use the fast one" {
 		t.Errorf("got %+v", p)

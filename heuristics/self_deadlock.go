@@ -22,7 +22,7 @@ func init() {
 		Needs: []string{"owners"},
 		Rank:  20,
 		// goroutines: go_self_deadlock.go; the GIL taken back by its holder: gil_retake.go
-		Match: func(a *Analysis) []Diagnosis {
+		Match: func(a *analysis) []Diagnosis {
 			return append(append(matchSelfDeadlock(a), matchGoSelfDeadlock(a)...), matchGILRetake(a)...)
 		},
 	})
@@ -36,7 +36,7 @@ var selfDeadlockRefs = []string{
 // findSelfDeadlocks returns the waits whose mutex records the waiting
 // thread as its owner, except on a recursive mutex (re-locking one is
 // fine) and inside a signal handler (signal-handler-reentry says more).
-func findSelfDeadlocks(a *Analysis) []Edge {
+func findSelfDeadlocks(a *analysis) []Edge {
 	reentered := map[int]bool{}
 	for _, r := range findReentries(a) {
 		reentered[r.waiter.Thread.Tid] = true
@@ -51,7 +51,7 @@ func findSelfDeadlocks(a *Analysis) []Edge {
 	return es
 }
 
-func matchSelfDeadlock(a *Analysis) []Diagnosis {
+func matchSelfDeadlock(a *analysis) []Diagnosis {
 	var ds []Diagnosis
 	for _, e := range findSelfDeadlocks(a) {
 		t, m := e.From.Thread, e.Lock.Mutex

@@ -48,9 +48,9 @@ type reentry struct {
 // owners, a thread waiting above a signal frame for a mutex it owns;
 // without, the same lock family (or the same function) on both sides of
 // the signal frame.
-func findReentries(a *Analysis) []reentry { return result(a, "reentries", detectReentries) }
+func findReentries(a *analysis) []reentry { return result(a, "reentries", detectReentries) }
 
-func detectReentries(a *Analysis) []reentry {
+func detectReentries(a *analysis) []reentry {
 	var found []reentry
 	for _, p := range a.Snap.Processes {
 		if p.Exited {
@@ -160,7 +160,7 @@ func lockFamily(f stacks.Frame) string {
 	return ""
 }
 
-func matchSignalReentry(a *Analysis) []Diagnosis {
+func matchSignalReentry(a *analysis) []Diagnosis {
 	var ds []Diagnosis
 	for _, r := range findReentries(a) {
 		t := r.waiter.Thread

@@ -21,7 +21,7 @@ interval, or a sleep-and-check loop waiting for something another process
 should do.`,
 		Derived: true,
 		Rank:    130,
-		Match:   matchCalm("sleeping", func(_ *Analysis, p *stacks.Process, all []threadFacts) Diagnosis { return sleepingDiagnosis(p, all) }),
+		Match:   matchCalm("sleeping", func(_ *analysis, p *stacks.Process, all []threadFacts) Diagnosis { return sleepingDiagnosis(p, all) }),
 	})
 }
 

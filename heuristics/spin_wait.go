@@ -50,7 +50,7 @@ type spinner struct {
 	cpu   float64
 }
 
-func matchSpinWait(a *Analysis) []Diagnosis {
+func matchSpinWait(a *analysis) []Diagnosis {
 	var out []Diagnosis
 	for _, p := range a.Snap.Processes {
 		if d, ok := spinWaitIn(a, p); ok {
@@ -61,19 +61,19 @@ func matchSpinWait(a *Analysis) []Diagnosis {
 }
 
 // spinWaitIn looks for spinning threads in one process.
-func spinWaitIn(a *Analysis, p *stacks.Process) (Diagnosis, bool) {
+func spinWaitIn(a *analysis, p *stacks.Process) (Diagnosis, bool) {
 	type out struct {
 		d  Diagnosis
 		ok bool
 	}
-	r := result(a, fmt.Sprintf("spin-wait %d", p.Pid), func(a *Analysis) out {
+	r := result(a, fmt.Sprintf("spin-wait %d", p.Pid), func(a *analysis) out {
 		d, ok := detectSpinWaitIn(a, p)
 		return out{d, ok}
 	})
 	return r.d, r.ok
 }
 
-func detectSpinWaitIn(a *Analysis, p *stacks.Process) (Diagnosis, bool) {
+func detectSpinWaitIn(a *analysis, p *stacks.Process) (Diagnosis, bool) {
 	cpuEvidence := a.Snap.Evidence.CPU
 	var spins []spinner
 	var rest []*stacks.Thread // the others' facts are copied only when a thread spins
@@ -130,7 +130,7 @@ func detectSpinWaitIn(a *Analysis, p *stacks.Process) (Diagnosis, bool) {
 // asSpinner says whether a thread spins: running in every sample with
 // the same stack and growing CPU time (or, without CPU figures, on a CPU
 // in a loop whose name says it waits).
-func asSpinner(a *Analysis, f threadFacts, cpuEvidence bool) (spinner, bool) {
+func asSpinner(a *analysis, f threadFacts, cpuEvidence bool) (spinner, bool) {
 	if f.kind != wkRunning && f.kind != wkUnknown {
 		return spinner{}, false
 	}
@@ -179,7 +179,7 @@ func asSpinner(a *Analysis, f threadFacts, cpuEvidence bool) (spinner, bool) {
 // knownSpin: a known upstream bug whose frames are the thread's says it
 // spins there (MLX's Fence::wait): the one case where a single sample
 // carries a spin claim.
-func knownSpin(a *Analysis, t *stacks.Thread) bool {
+func knownSpin(a *analysis, t *stacks.Thread) bool {
 	ref, ok := a.Ref(t)
 	if !ok {
 		return false
@@ -262,7 +262,7 @@ func threadWorks(f threadFacts) bool {
 
 // threadCPU is a thread's CPU share in percent: the sampler's figure, or
 // one computed from the ticks and the interval.
-func threadCPU(a *Analysis, f threadFacts) float64 {
+func threadCPU(a *analysis, f threadFacts) float64 {
 	if f.t.CPU > 0 {
 		return f.t.CPU
 	}
@@ -278,7 +278,7 @@ func threadCPU(a *Analysis, f threadFacts) float64 {
 	return float64(sum) / 100 / (iv * float64(len(f.ticks)-1)) * 100
 }
 
-func spinDiagnosis(a *Analysis, p *stacks.Process, spins []spinner, others []threadFacts, cpuEvidence bool) Diagnosis {
+func spinDiagnosis(a *analysis, p *stacks.Process, spins []spinner, others []threadFacts, cpuEvidence bool) Diagnosis {
 	s := spins[0]
 	n := len(s.f.samples)
 	loop := s.loop

@@ -53,7 +53,7 @@ func TestSpinWaitFence(t *testing.T) {
 }
 
 func TestSpinWaitDiagnoseRefinesMLXAndClaimsNoVerdict(t *testing.T) {
-	ds := Diagnose(fenceSnap(true, 3), Options{})
+	ds := Diagnose(fenceSnap(true, 3), Options{}).Diagnoses
 	if len(ds) == 0 || ds[0].ID != "spin-wait-starved" {
 		t.Fatalf("top diagnosis: %v", nbIDs(ds))
 	}

@@ -137,7 +137,7 @@ type loneWaiter struct {
 // an accelerator driver with no driver thread beside it; the one a known
 // issue's frames name; else a self-deadlock (hedged: the holder may have
 // exited, or the process may be a forked child).
-func (a *Analysis) loneWaiterOf(p *stacks.Process) (loneWaiter, bool) {
+func (a *analysis) loneWaiterOf(p *stacks.Process) (loneWaiter, bool) {
 	if p.Exited {
 		return loneWaiter{}, false
 	}
@@ -248,7 +248,7 @@ func (a *Analysis) loneWaiterOf(p *stacks.Process) (loneWaiter, bool) {
 // main thread at least is not in the paste. A thread waiting for a lock
 // another thread holds, in a process where nothing runs, is most often
 // one side of a lock-order cycle whose other side the paste cut.
-func holderElsewhere(a *Analysis, p *stacks.Process, t *stacks.Thread, partial bool) string {
+func holderElsewhere(a *analysis, p *stacks.Process, t *stacks.Thread, partial bool) string {
 	if !partial && threadCount(p) == 1 {
 		return "" // the whole process is this thread: a holder elsewhere exited
 	}
@@ -267,7 +267,7 @@ func holderElsewhere(a *Analysis, p *stacks.Process, t *stacks.Thread, partial b
 // shown by its LWP under a higher number, in a process without a pid, is
 // one of several; with a pid, a thread whose tid is not the pid is not
 // the main thread.
-func otherThreadsShown(a *Analysis, p *stacks.Process, t *stacks.Thread) string {
+func otherThreadsShown(a *analysis, p *stacks.Process, t *stacks.Thread) string {
 	switch {
 	case len(p.Threads) > 1:
 		return fmt.Sprintf("process %d has %d threads", p.Pid, len(p.Threads))
@@ -284,7 +284,7 @@ func otherThreadsShown(a *Analysis, p *stacks.Process, t *stacks.Thread) string 
 // recursiveLockFrame returns the frame of a thread's lock wait that
 // takes a recursive lock (std::recursive_mutex, GRecMutex, an RLock), as
 // the vocabulary says.
-func recursiveLockFrame(a *Analysis, t *stacks.Thread) (stacks.Frame, bool) {
+func recursiveLockFrame(a *analysis, t *stacks.Thread) (stacks.Frame, bool) {
 	_, caller := a.wait(t)
 	for _, f := range t.Stack[:min(caller, len(t.Stack))] {
 		if r := nativeRow(f); r.IsRecursive() && r.Role.IsLock() {
@@ -323,7 +323,7 @@ func spawnedThread(t *stacks.Thread) bool {
 // no owner (musl's default mutexes) waits for a lock a parent thread
 // held at fork() or for one it took itself; only a known issue in which
 // the thread re-locks its own lock tells the second from the first.
-func (a *Analysis) forkedSelfRelock(p *stacks.Process) (loneWaiter, bool) {
+func (a *analysis) forkedSelfRelock(p *stacks.Process) (loneWaiter, bool) {
 	ws := a.stuckLockWaiters(p)
 	if len(ws) != 1 {
 		return loneWaiter{}, false
@@ -348,7 +348,7 @@ func (a *Analysis) forkedSelfRelock(p *stacks.Process) (loneWaiter, bool) {
 // once-initialiser or static guard, a frame below works on the very
 // object the guarded function initialises ("getHeap()::buf": the
 // initialiser is running on this thread).
-func reentryOnStack(a *Analysis, t *stacks.Thread) string {
+func reentryOnStack(a *analysis, t *stacks.Thread) string {
 	class, caller := a.wait(t)
 	if !class.isLock() || caller >= len(t.Stack) {
 		return ""
@@ -427,7 +427,7 @@ func driverInStack(st []stacks.Frame) (accelDriver, stacks.Frame, bool) {
 }
 
 // loneWaiterDiagnosis says a lone waiter's verdict.
-func (a *Analysis) loneWaiterDiagnosis(lw loneWaiter) Diagnosis {
+func (a *analysis) loneWaiterDiagnosis(lw loneWaiter) Diagnosis {
 	p, t := lw.ref.Proc, lw.ref.Thread
 	lock := waitLockName(t)
 	site := waitSite(t)
@@ -556,7 +556,7 @@ var evidenceWords = map[string]string{
 // noteAbsentEvidence adds to each deadlock claim the facts its verdict
 // rests on that the snapshot lacks ("no mutex owner in a gdb dump"), with
 // the way to get them, and keeps such a claim from high confidence.
-func noteAbsentEvidence(a *Analysis, ds []Diagnosis) {
+func noteAbsentEvidence(a *analysis, ds []Diagnosis) {
 	e := a.Snap.Evidence
 	have := map[string]bool{"owners": e.Owners, "lineage": e.Lineage, "cpu": e.CPU}
 	for i := range ds {
@@ -597,7 +597,7 @@ func noteAbsentEvidence(a *Analysis, ds []Diagnosis) {
 // parked in futex and epoll waits whatever its goroutines do, so no
 // verdict about it is more than a guess: low confidence, and the
 // evidence says why.
-func noteUnreadGoroutines(a *Analysis, ds []Diagnosis) {
+func noteUnreadGoroutines(a *analysis, ds []Diagnosis) {
 	unread := map[int]*stacks.Process{}
 	for _, p := range a.Snap.Processes {
 		if strings.HasPrefix(p.Runtime, "go") && len(p.Threads) > 0 && p.Threads[0].Goroutine == nil {

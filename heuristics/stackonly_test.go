@@ -93,7 +93,7 @@ func TestSelfDeadlockFromArguments(t *testing.T) {
 	// An outer frame that merely passes the lock along proves nothing.
 	none(t, "self-deadlock", relockSnap("dispatch"))
 	// Through Diagnose: first, with what a dump lacks said.
-	ds := Diagnose(relockSnap("lock_and_log"), Options{})
+	ds := Diagnose(relockSnap("lock_and_log"), Options{}).Diagnoses
 	if ds[0].ID != "self-deadlock" {
 		t.Fatalf("top %s: %s", ds[0].ID, dump(ds))
 	}
@@ -190,23 +190,23 @@ func TestLoneWaiterKnownIssueChooses(t *testing.T) {
 	d := one(t, "fork-inherited-lock", snap)
 	has(t, "summary", d.Summary, "most likely a forked child")
 	none(t, "self-deadlock", snap)
-	ds := Diagnose(snap, Options{})
+	ds := Diagnose(snap, Options{}).Diagnoses
 	if ds[0].ID != "fork-inherited-lock" || ds[0].KnownIssue == nil || ds[0].KnownIssue.ID != "tt-metal-devicepool-fork" {
 		t.Errorf("top %s, known issue %+v", ds[0].ID, ds[0].KnownIssue)
 	}
 	// A user's rule counts as much as a built-in one.
 	rule := Rule{ID: "mylib-fork", Base: []string{"fork-inherited-lock"}, Frames: []string{"^mylib_"}, Title: "mylib across fork", Fix: "spawn"}
 	snap = pasted(proc(900, thread(900, "app", mutexFrames("mylib_get", "main")...)))
-	if ds := Diagnose(snap, Options{Rules: []Rule{rule}}); ds[0].ID != "fork-inherited-lock" || ds[0].KnownIssue == nil {
+	if ds := Diagnose(snap, Options{Rules: []Rule{rule}}).Diagnoses; ds[0].ID != "fork-inherited-lock" || ds[0].KnownIssue == nil {
 		t.Errorf("with a user rule: %s", dump(ds))
 	}
-	if ds := Diagnose(snap, Options{}); ds[0].ID != "self-deadlock" {
+	if ds := Diagnose(snap, Options{}).Diagnoses; ds[0].ID != "self-deadlock" {
 		t.Errorf("without it: %s", dump(ds))
 	}
 }
 
 func TestAbsentEvidenceNoted(t *testing.T) {
-	for _, d := range Diagnose(openblasRelock(0), Options{}) {
+	for _, d := range Diagnose(openblasRelock(0), Options{}).Diagnoses {
 		for _, e := range d.Evidence {
 			if strings.Contains(e, "hangdoc attach") {
 				t.Errorf("live snapshot told to attach: %s", e)
@@ -217,10 +217,10 @@ func TestAbsentEvidenceNoted(t *testing.T) {
 		thread(4711, "worker", mutexFrames("blas_thread_init", "exec_blas_async")...),
 		thread(4700, "main", joinFrames("main")...),
 	))
-	ds := Diagnose(snap, Options{})
+	ds := Diagnose(snap, Options{}).Diagnoses
 	has(t, "evidence", strings.Join(ds[0].Evidence, "\n"), "no mutex owner in a gdb dump; run `hangdoc attach 4700` on the live process for certainty")
 	snap.Source = "merged"
-	ds = Diagnose(snap, Options{})
+	ds = Diagnose(snap, Options{}).Diagnoses
 	has(t, "evidence", strings.Join(ds[0].Evidence, "\n"), "no mutex owner in these inputs")
 }
 
@@ -231,7 +231,7 @@ func TestForkedRuleFromFrames(t *testing.T) {
 		"lock_PyThread_acquire_lock", "Handler.acquire", "Handler.handle", "Logger.info", "work", "run", "_bootstrap", "_launch", "__init__", "<module>")
 	file(th, 9, "/usr/lib/python3.12/multiprocessing/process.py")
 	file(th, 10, "/usr/lib/python3.12/multiprocessing/popen_fork.py")
-	ds := Diagnose(pasted(proc(510, th)), Options{})
+	ds := Diagnose(pasted(proc(510, th)), Options{}).Diagnoses
 	d := ds[0]
 	if d.ID != "fork-inherited-lock" || d.KnownIssue == nil || d.KnownIssue.ID != "python-logging-fork" {
 		t.Fatalf("top %s, known issue %+v: %s", d.ID, d.KnownIssue, dump(ds))

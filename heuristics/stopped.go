@@ -44,7 +44,7 @@ func isStopped(p *stacks.Process) bool {
 	return true
 }
 
-func matchStopped(a *Analysis) []Diagnosis {
+func matchStopped(a *analysis) []Diagnosis {
 	var out []Diagnosis
 	for _, p := range a.Snap.Processes {
 		if isStopped(p) {

@@ -50,7 +50,7 @@ func diagnoseLive(t *testing.T, pid int) []heuristics.Diagnosis {
 	if err != nil {
 		t.Fatalf("Attach(%d): %v", pid, err)
 	}
-	diags := heuristics.Diagnose(snap, heuristics.Options{})
+	diags := heuristics.Diagnose(snap, heuristics.Options{}).Diagnoses
 	for _, d := range diags {
 		t.Logf("[%s, %s] %s", d.ID, d.Confidence, d.Summary)
 	}

@@ -27,7 +27,7 @@ type stuckProc struct {
 // rootOf is the finding of a deadlock signature that explains p, read
 // from the graph and the detectors the signatures share (not from their
 // diagnoses), with the confidence that signature gives it.
-func rootOf(a *Analysis, p *stacks.Process) (*stuckProc, bool) {
+func rootOf(a *analysis, p *stacks.Process) (*stuckProc, bool) {
 	if p.Exited {
 		return nil, false
 	}
@@ -130,7 +130,7 @@ func rootOf(a *Analysis, p *stacks.Process) (*stuckProc, bool) {
 // processes none of whose threads works that wait on a stuck one (so a
 // chain is followed by its shortest way); then rings of such processes
 // waiting on each other, and what waits on them.
-func stuckProcs(a *Analysis) map[int]*stuckProc {
+func stuckProcs(a *analysis) map[int]*stuckProc {
 	// calmVerdict asks once per process and signature; a tree of many
 	// processes sharing one pipe (make's jobserver) must not pay each time.
 	if a.stuck == nil {
@@ -139,7 +139,7 @@ func stuckProcs(a *Analysis) map[int]*stuckProc {
 	return a.stuck
 }
 
-func findStuckProcs(a *Analysis) map[int]*stuckProc {
+func findStuckProcs(a *analysis) map[int]*stuckProc {
 	stuck := map[int]*stuckProc{}
 	var waits []procWait
 	for _, p := range a.Snap.Processes {
@@ -216,7 +216,7 @@ func findStuckProcs(a *Analysis) map[int]*stuckProc {
 // whose other end is held by a stuck process of the snapshot (a parent
 // in wait4 is declined by calmVerdict anyway). Cheap when no thread has
 // peers in the snapshot.
-func waitsOnStuck(a *Analysis, p *stacks.Process) bool {
+func waitsOnStuck(a *analysis, p *stacks.Process) bool {
 	ws, _ := procWaits(a, p)
 	if !slices.ContainsFunc(ws, func(w procWait) bool { return w.kind != "child" }) {
 		return false

@@ -63,7 +63,7 @@ func toolClaimName(name string) bool {
 
 // findToolClaims returns the threads whose header is a detector's
 // lock-order claim and whose stack shows a frame of the program.
-func findToolClaims(a *Analysis) []toolClaim {
+func findToolClaims(a *analysis) []toolClaim {
 	var out []toolClaim
 	for _, p := range a.Snap.Processes {
 		for _, t := range p.Threads {
@@ -102,7 +102,7 @@ func programFrame(st []stacks.Frame) (stacks.Frame, bool) {
 
 // toolClaimDiagnoses says the lock-order cycles the tools' reports claim,
 // one per process.
-func toolClaimDiagnoses(a *Analysis) []Diagnosis {
+func toolClaimDiagnoses(a *analysis) []Diagnosis {
 	byPid := map[int][]toolClaim{}
 	var order []int
 	for _, c := range findToolClaims(a) {

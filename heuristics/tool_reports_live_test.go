@@ -42,7 +42,7 @@ func TestTSanLockOrderReport(t *testing.T) {
 	if err != nil {
 		t.Fatalf("parse TSan's report: %v\n%s", err, report)
 	}
-	ds := heuristics.Diagnose(snap, heuristics.Options{})
+	ds := heuristics.Diagnose(snap, heuristics.Options{}).Diagnoses
 	if len(ds) == 0 || ds[0].ID != "lock-order-cycle" {
 		t.Fatalf("top verdict %v, want lock-order-cycle; report:\n%s", ds, report)
 	}

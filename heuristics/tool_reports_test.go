@@ -38,7 +38,7 @@ func TestToolLockOrderClaim(t *testing.T) {
 
 	// A thread name that merely mentions a deadlock is no claim.
 	named := thread(0, "deadlock-watchdog", "pthread_mutex_lock", "watch")
-	for _, c := range findToolClaims(NewAnalysis(pasted(proc(0, named)))) {
+	for _, c := range findToolClaims(newAnalysis(pasted(proc(0, named)))) {
 		t.Errorf("claim read from %q: %+v", c.ref.Thread.Name, c.claim.tool)
 	}
 }

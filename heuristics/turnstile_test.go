@@ -29,7 +29,7 @@ func diagnoseSpindump(t *testing.T, name, text string) (*stacks.Snapshot, []heur
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
-	ds := heuristics.Diagnose(snap, heuristics.Options{})
+	ds := heuristics.Diagnose(snap, heuristics.Options{}).Diagnoses
 	for _, d := range ds {
 		t.Logf("%s: [%s, %s, deadlock=%v] %s", name, d.ID, d.Confidence, d.Deadlock, d.Summary)
 	}

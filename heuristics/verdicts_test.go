@@ -54,7 +54,7 @@ func TestProgressingBusy(t *testing.T) {
 			t.Errorf("summary %q lacks %q", d.Summary, want)
 		}
 	}
-	all := Diagnose(busySnap(), Options{})
+	all := Diagnose(busySnap(), Options{}).Diagnoses
 	for _, x := range all {
 		if x.Deadlock {
 			t.Errorf("busy control got a deadlock claim: %s %s", x.ID, x.Summary)
@@ -96,7 +96,7 @@ func TestIOWaitSocket(t *testing.T) {
 	if !strings.Contains(strings.Join(d.Chain, "\n"), "called from `read_request`") {
 		t.Errorf("chain %v", d.Chain)
 	}
-	for _, x := range Diagnose(socketSnap(), Options{}) {
+	for _, x := range Diagnose(socketSnap(), Options{}).Diagnoses {
 		if x.Deadlock {
 			t.Errorf("socket control got a deadlock claim: %s %s", x.ID, x.Summary)
 		}
@@ -135,7 +135,7 @@ func TestSleeping(t *testing.T) {
 	if ds[0].Summary != want || ds[0].Deadlock || ds[0].Confidence != High {
 		t.Errorf("got %q (%v, %s), want %q", ds[0].Summary, ds[0].Deadlock, ds[0].Confidence, want)
 	}
-	for _, x := range Diagnose(sleeperSnap(), Options{}) {
+	for _, x := range Diagnose(sleeperSnap(), Options{}).Diagnoses {
 		if x.Deadlock {
 			t.Errorf("sleeper control got a deadlock claim: %s %s", x.ID, x.Summary)
 		}

@@ -17,7 +17,7 @@ func acmeStuck() *stacks.Snapshot {
 // of the vocabulary. Without it, acme's lock is a bare futex sleep; with
 // it, the same dump is a lock nobody else could release.
 func TestNewLockFamilyIsOneRow(t *testing.T) {
-	before := Diagnose(acmeStuck(), Options{})
+	before := Diagnose(acmeStuck(), Options{}).Diagnoses
 	for _, d := range before {
 		if d.ID == "self-deadlock" {
 			t.Fatalf("acme's lock is known before its row was added: %s", d.Summary)
@@ -30,7 +30,7 @@ func TestNewLockFamilyIsOneRow(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stacks.UseVocabulary(v)()
-	after := Diagnose(acmeStuck(), Options{})
+	after := Diagnose(acmeStuck(), Options{}).Diagnoses
 	if len(after) == 0 || after[0].ID != "self-deadlock" {
 		t.Fatalf("with acme's row: %v, want self-deadlock first", idsOf(after))
 	}

@@ -36,7 +36,7 @@ WNOHANG and a deadline (or a pidfd in poll), and kill a child that misses it.`,
 	})
 }
 
-func matchWaitingOnProcess(a *Analysis) []Diagnosis {
+func matchWaitingOnProcess(a *analysis) []Diagnosis {
 	var out []Diagnosis
 	stuck := stuckProcs(a)
 	rings := map[int]bool{} // by the pid that starts the ring
@@ -125,7 +125,7 @@ func (w procWait) link() string {
 
 // linkedDiagnosis says that the threads of one process wait on stuck
 // processes, following the first wait to the root finding.
-func linkedDiagnosis(a *Analysis, stuck map[int]*stuckProc, all []procWait) Diagnosis {
+func linkedDiagnosis(a *analysis, stuck map[int]*stuckProc, all []procWait) Diagnosis {
 	var ws []procWait // one wait a thread
 	for _, w := range all {
 		if !slices.ContainsFunc(ws, func(x procWait) bool { return x.from.Thread == w.from.Thread }) {
@@ -255,7 +255,7 @@ func ringText(ring []procWait) string {
 
 // ringDiagnosis: processes that wait on each other, none of whose threads
 // works: nothing from outside the ring will end the waits.
-func ringDiagnosis(a *Analysis, ring []procWait) Diagnosis {
+func ringDiagnosis(a *analysis, ring []procWait) Diagnosis {
 	d := Diagnosis{Deadlock: true, Confidence: Medium, Refs: waitRefs(ring)}
 	var pids []string
 	for _, w := range ring {
@@ -279,7 +279,7 @@ func ringDiagnosis(a *Analysis, ring []procWait) Diagnosis {
 
 // calmChildDiagnosis: a parent waits for children that are not stuck (or
 // were not sampled), and nothing else says what it does.
-func calmChildDiagnosis(a *Analysis, p *stacks.Process, ws []procWait, unsampled []int) (Diagnosis, bool) {
+func calmChildDiagnosis(a *analysis, p *stacks.Process, ws []procWait, unsampled []int) (Diagnosis, bool) {
 	var kids []procWait
 	for _, w := range ws {
 		if w.kind == "child" {

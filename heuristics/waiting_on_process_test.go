@@ -51,7 +51,7 @@ func treeSnap() *stacks.Snapshot {
 }
 
 func TestWaitingOnProcessTree(t *testing.T) {
-	ds := Diagnose(treeSnap(), Options{})
+	ds := Diagnose(treeSnap(), Options{}).Diagnoses
 	ids := nbIDs(ds)
 	if len(ids) < 3 || ids[0] != "fork-inherited-lock" || ids[1] != "waiting-on-process" || ids[2] != "waiting-on-process" {
 		t.Fatalf("ids %v, want fork-inherited-lock then two waiting-on-process:%s", ids, dump(ds))
@@ -89,7 +89,7 @@ func TestWaitingOnProcessChain(t *testing.T) {
 		proc(202, on(thread(202, "server", mutexFrames("handle", "main")...), named(lockWait(0x6000, 202, 0), "state_lock"))),
 	)
 	snap.Processes[1].PPid, snap.Processes[2].PPid = 200, 201
-	ds := Diagnose(snap, Options{})
+	ds := Diagnose(snap, Options{}).Diagnoses
 	if ds[0].ID != "self-deadlock" {
 		t.Fatalf("top %s, want self-deadlock:%s", ds[0].ID, dump(ds))
 	}
@@ -114,7 +114,7 @@ func TestWaitingOnProcessCalmChild(t *testing.T) {
 		proc(301, on(thread(301, "sleep", "clock_nanosleep", "main"), sleepWait())),
 	)
 	snap.Processes[1].PPid = 300
-	ds := Diagnose(snap, Options{})
+	ds := Diagnose(snap, Options{}).Diagnoses
 	if ids := nbIDs(ds); !slices.Equal(ids, []string{"sleeping", "waiting-on-process"}) {
 		t.Fatalf("ids %v, want sleeping then waiting-on-process:%s", ids, dump(ds))
 	}
@@ -142,7 +142,7 @@ func TestWaitingOnProcessPeerNotStuck(t *testing.T) {
 		proc(501, on(thread(501, "writer", "clock_nanosleep", "main"), sleepWait())),
 	)
 	none(t, "waiting-on-process", snap)
-	ds := Diagnose(snap, Options{})
+	ds := Diagnose(snap, Options{}).Diagnoses
 	if len(nbFind(ds, "io-wait")) != 1 {
 		t.Errorf("want io-wait for the reader:%s", dump(ds))
 	}
@@ -171,7 +171,7 @@ func TestWaitingOnProcessRing(t *testing.T) {
 	complete(t, d)
 	has(t, "summary", d.Summary, "processes 600 and 601 wait on each other", "waits in `wait4` for its child pid 601", "full pipe", "read end only pid 600")
 	has(t, "fix", d.Fix, "communicate()")
-	for _, id := range nbIDs(Diagnose(snap, Options{})) {
+	for _, id := range nbIDs(Diagnose(snap, Options{}).Diagnoses) {
 		if id == "io-wait" {
 			t.Errorf("the child of the ring called io-wait")
 		}
@@ -205,7 +205,7 @@ func TestWaitingOnProcessPastedDump(t *testing.T) {
 		}
 		has(t, "summary", d.Summary, "for a child process, which the dump does not show")
 		sameInts(t, "tids", d.Tids, 800)
-		for _, o := range Diagnose(snap, Options{}) {
+		for _, o := range Diagnose(snap, Options{}).Diagnoses {
 			if o.Deadlock {
 				t.Errorf("%s: a deadlock claimed on a parent waiting for its child: %s %s", call, o.ID, o.Summary)
 			}

@@ -81,7 +81,7 @@ func readDocument(t *testing.T, path string) (*stacks.Snapshot, []heuristics.Dia
 // file suffix.
 func renderings(t *testing.T, snap *stacks.Snapshot) (map[string]string, []heuristics.Diagnosis) {
 	t.Helper()
-	a, diags := heuristics.Analyze(snap, heuristics.Options{})
+	res := heuristics.Diagnose(snap, heuristics.Options{})
 	out := map[string]string{}
 	render := func(ext string, f func(*bytes.Buffer) error) {
 		var b bytes.Buffer
@@ -90,13 +90,13 @@ func renderings(t *testing.T, snap *stacks.Snapshot) (map[string]string, []heuri
 		}
 		out[ext] = b.String()
 	}
-	render("txt", func(b *bytes.Buffer) error { return report.Text(b, snap, diags, report.TextOptions{}) })
-	render("w72.txt", func(b *bytes.Buffer) error { return report.Text(b, snap, diags, report.TextOptions{Width: 72}) })
-	render("md", func(b *bytes.Buffer) error { return report.Markdown(b, a, diags, goldenMarkdown) })
-	render("dot", func(b *bytes.Buffer) error { return report.Dot(b, a, diags) })
-	render("mmd", func(b *bytes.Buffer) error { return report.Mermaid(b, a, diags) })
-	render("json", func(b *bytes.Buffer) error { return report.JSON(b, snap, diags) })
-	return out, diags
+	render("txt", func(b *bytes.Buffer) error { return report.Text(b, res, report.TextOptions{}) })
+	render("w72.txt", func(b *bytes.Buffer) error { return report.Text(b, res, report.TextOptions{Width: 72}) })
+	render("md", func(b *bytes.Buffer) error { return report.Markdown(b, res, goldenMarkdown) })
+	render("dot", func(b *bytes.Buffer) error { return report.Dot(b, res) })
+	render("mmd", func(b *bytes.Buffer) error { return report.Mermaid(b, res) })
+	render("json", func(b *bytes.Buffer) error { return report.JSON(b, res) })
+	return out, res.Diagnoses
 }
 
 func TestGolden(t *testing.T) {
@@ -145,7 +145,7 @@ func TestGolden(t *testing.T) {
 			checkWidth(t, out["w72.txt"], out["txt"], 72)
 			// With color, the cut is the same: no escape sequence is cut.
 			var colored bytes.Buffer
-			if err := report.Text(&colored, snap, diags, report.TextOptions{Color: true, Width: 72}); err != nil {
+			if err := report.Text(&colored, &heuristics.Result{Snap: snap, Diagnoses: diags}, report.TextOptions{Color: true, Width: 72}); err != nil {
 				t.Fatal(err)
 			}
 			if plain := sgr.ReplaceAllString(colored.String(), ""); plain != out["w72.txt"] {

@@ -70,29 +70,32 @@ type waitGraph struct {
 	index    map[string]int
 }
 
-// buildWaitGraph draws the wait-for graph of the analysis the diagnoses
-// came from (heuristics.Analyze): a thread waits for a mutex, the mutex
+// buildWaitGraph draws the wait-for graph the diagnoses rest on (the
+// Result of heuristics.Diagnose): a thread waits for a mutex, the mutex
 // is held by a thread; a thread joins a thread; a thread waits for a
 // child process, or on a pipe or socket another process holds the other
 // end of. Only threads with a wait, and what they wait for, are drawn.
 // The edges of the top diagnosis — its cycle, or else the waits of the
 // threads it names — are hot.
-func buildWaitGraph(a *heuristics.Analysis, diags []heuristics.Diagnosis) *waitGraph {
+func buildWaitGraph(res *heuristics.Result) *waitGraph {
 	wg := &waitGraph{index: map[string]int{}}
-	if a == nil || a.Snap == nil {
+	if res == nil || res.Snap == nil {
 		return wg
 	}
-	snap := a.Snap
-	hg := a.Graph()
-	hot := hotThreads(a, diags)
+	snap := res.Snap
+	var edges []heuristics.Edge
+	if res.Graph != nil {
+		edges = res.Graph.Edges
+	}
+	hot := hotThreads(res)
 	hotLock := map[*heuristics.Lock]bool{}
-	for _, e := range hg.Edges {
+	for _, e := range edges {
 		if e.Kind == heuristics.EdgeMutex && hot[e.From.Thread] {
 			hotLock[e.Lock] = true
 		}
 	}
 	heldDrawn := map[*heuristics.Lock]bool{}
-	for _, e := range hg.Edges {
+	for _, e := range edges {
 		from := wg.thread(e.From)
 		switch e.Kind {
 		case heuristics.EdgeMutex:
@@ -119,7 +122,7 @@ func buildWaitGraph(a *heuristics.Analysis, diags []heuristics.Diagnosis) *waitG
 	// Goroutines: Go records no owner, so a lock's holders are the
 	// goroutines that may hold it, as the Go signatures inferred them.
 	goHeld := map[string]bool{}
-	for _, w := range a.GoWaits() {
+	for _, w := range res.GoWaits {
 		from := wg.thread(w.Goroutine)
 		obj := wg.goObject(w)
 		wg.edge(from, obj, "waits for", hot[w.Goroutine.Thread])
@@ -137,7 +140,7 @@ func buildWaitGraph(a *heuristics.Analysis, diags []heuristics.Diagnosis) *waitG
 		hot  bool
 	}
 	var waits []procWait
-	for _, w := range a.ProcessWaits() {
+	for _, w := range res.ProcessWaits {
 		waits = append(waits, procWait{w, wg.thread(w.From), hot[w.From.Thread]})
 	}
 	wg.cluster(snap)
@@ -153,7 +156,7 @@ func buildWaitGraph(a *heuristics.Analysis, diags []heuristics.Diagnosis) *waitG
 		if id, ok := clusters[w.ToPid]; ok {
 			wg.edges = append(wg.edges, graphEdge{from: w.from, to: id, label: label, hot: w.hot, toCluster: true})
 		} else {
-			wg.edge(w.from, wg.process(a, w.ToPid), label, w.hot)
+			wg.edge(w.from, wg.process(res, w.ToPid), label, w.hot)
 		}
 	}
 	return wg
@@ -170,7 +173,8 @@ var processWaitLabel = map[string]string{
 // hotThreads are the threads whose waits the top diagnosis is about: the
 // threads of each cycle it names, or, when it names none, the threads it
 // names. Verdicts that are not a hang draw nothing hot.
-func hotThreads(a *heuristics.Analysis, diags []heuristics.Diagnosis) map[*stacks.Thread]bool {
+func hotThreads(res *heuristics.Result) map[*stacks.Thread]bool {
+	diags := res.Diagnoses
 	hot := map[*stacks.Thread]bool{}
 	if len(diags) == 0 || !diags[0].Deadlock {
 		return hot
@@ -180,7 +184,7 @@ func hotThreads(a *heuristics.Analysis, diags []heuristics.Diagnosis) map[*stack
 	for _, tid := range d.Tids {
 		named[tid] = true
 	}
-	for _, c := range a.Cycles() {
+	for _, c := range res.Cycles {
 		all := true
 		for _, e := range c {
 			all = all && named[e.From.Thread.Tid]
@@ -198,12 +202,14 @@ func hotThreads(a *heuristics.Analysis, diags []heuristics.Diagnosis) map[*stack
 	for _, pid := range d.Pids {
 		pids[pid] = true
 	}
-	for _, e := range a.Graph().Edges {
-		if named[e.From.Thread.Tid] && (len(pids) == 0 || pids[e.From.Proc.Pid]) {
-			hot[e.From.Thread] = true
+	if res.Graph != nil {
+		for _, e := range res.Graph.Edges {
+			if named[e.From.Thread.Tid] && (len(pids) == 0 || pids[e.From.Proc.Pid]) {
+				hot[e.From.Thread] = true
+			}
 		}
 	}
-	for _, w := range a.GoWaits() {
+	for _, w := range res.GoWaits {
 		if r := w.Goroutine; named[r.Thread.Tid] && (len(pids) == 0 || pids[r.Proc.Pid]) {
 			hot[r.Thread] = true
 		}
@@ -299,9 +305,9 @@ func (wg *waitGraph) owner(l *heuristics.Lock) (string, string) {
 }
 
 // process is a child process's node: "process 4121 worker".
-func (wg *waitGraph) process(a *heuristics.Analysis, pid int) string {
+func (wg *waitGraph) process(res *heuristics.Result, pid int) string {
 	label := "process " + strconv.Itoa(pid)
-	if p := a.Process(pid); p != nil && p.Exe != "" {
+	if p := res.Process(pid); p != nil && p.Exe != "" {
 		label += " " + filepath.Base(p.Exe)
 	}
 	return wg.add(graphNode{id: "p" + strconv.Itoa(pid), kind: nodeProcess, lines: []string{label}})
@@ -373,8 +379,9 @@ func cutRunes(s string, n int) string {
 // boxes labelled "tid name", mutexes ellipses labelled with their symbol
 // and address, each process a cluster; the edges of the top diagnosis's
 // cycle are red.
-func Dot(w io.Writer, a *heuristics.Analysis, diags []heuristics.Diagnosis) error {
-	wg := buildWaitGraph(a, diags)
+func Dot(w io.Writer, res *heuristics.Result) error {
+	diags := res.Diagnoses
+	wg := buildWaitGraph(res)
 	ew := &errWriter{w: w}
 	ew.printf("digraph waitfor {\n")
 	ew.printf("  rankdir=LR;\n  compound=true;\n")
@@ -453,9 +460,9 @@ func dotEscape(s string) string {
 // It runs top to bottom, inside each subgraph too (Mermaid would turn a
 // subgraph across its parent's direction), so it fits the narrow column
 // of a tracker.
-func Mermaid(w io.Writer, a *heuristics.Analysis, diags []heuristics.Diagnosis) error {
+func Mermaid(w io.Writer, res *heuristics.Result) error {
 	ew := &errWriter{w: w}
-	writeMermaid(ew, buildWaitGraph(a, diags))
+	writeMermaid(ew, buildWaitGraph(res))
 	return ew.err
 }
 

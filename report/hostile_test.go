@@ -109,7 +109,8 @@ func hostileDiagnosis() heuristics.Diagnosis {
 
 func TestHostileStrings(t *testing.T) {
 	snap := hostileSnapshot()
-	a, diags := heuristics.Analyze(snap, heuristics.Options{})
+	res := heuristics.Diagnose(snap, heuristics.Options{})
+	diags := res.Diagnoses
 	if len(diags) == 0 || diags[0].ID != "lock-order-cycle" {
 		t.Fatalf("the hostile ABBA is not diagnosed as a lock-order-cycle: %+v", diags)
 	}
@@ -118,6 +119,7 @@ func TestHostileStrings(t *testing.T) {
 		t.Fatalf("the cycle's summary does not carry the hostile names: %q", diags[0].Summary)
 	}
 	diags = append(diags, hostileDiagnosis())
+	res.Diagnoses = diags
 
 	render := func(f func(*bytes.Buffer) error) string {
 		var b bytes.Buffer
@@ -129,7 +131,7 @@ func TestHostileStrings(t *testing.T) {
 
 	t.Run("text", func(t *testing.T) {
 		for _, opt := range []report.TextOptions{{}, {Width: 40}} {
-			out := render(func(b *bytes.Buffer) error { return report.Text(b, snap, diags, opt) })
+			out := render(func(b *bytes.Buffer) error { return report.Text(b, res, opt) })
 			checkNoControl(t, "text", out)
 			if !strings.Contains(out, `\x1b]52;c;ZXZpbA==\x07`) {
 				t.Errorf("text: the OSC 52 name is not shown as visible escapes")
@@ -137,7 +139,7 @@ func TestHostileStrings(t *testing.T) {
 		}
 		// With color, the only escapes are the report's own SGR colors.
 		out := render(func(b *bytes.Buffer) error {
-			return report.Text(b, snap, diags, report.TextOptions{Color: true, Width: 50})
+			return report.Text(b, res, report.TextOptions{Color: true, Width: 50})
 		})
 		plain := sgr.ReplaceAllString(out, "")
 		checkNoControl(t, "text (color, SGR removed)", plain)
@@ -145,7 +147,7 @@ func TestHostileStrings(t *testing.T) {
 
 	t.Run("markdown", func(t *testing.T) {
 		md := render(func(b *bytes.Buffer) error {
-			return report.Markdown(b, a, diags, report.MarkdownOptions{Version: "v1 <b>", CommandLine: "hangdoc analyze '" + strings.Join(hostile, "' '") + "'"})
+			return report.Markdown(b, res, report.MarkdownOptions{Version: "v1 <b>", CommandLine: "hangdoc analyze '" + strings.Join(hostile, "' '") + "'"})
 		})
 		checkMarkdown(t, md, snap)
 		blocks, outside := scanMarkdown(t, md)
@@ -193,7 +195,7 @@ func TestHostileStrings(t *testing.T) {
 	})
 
 	t.Run("mermaid", func(t *testing.T) {
-		out := render(func(b *bytes.Buffer) error { return report.Mermaid(b, a, diags) })
+		out := render(func(b *bytes.Buffer) error { return report.Mermaid(b, res) })
 		checkMermaid(t, out)
 		if strings.Count(out, "-->") != strings.Count(out, "-->|") {
 			t.Errorf("mermaid: an arrow that is not an edge:\n%s", out)
@@ -201,7 +203,7 @@ func TestHostileStrings(t *testing.T) {
 	})
 
 	t.Run("dot", func(t *testing.T) {
-		out := render(func(b *bytes.Buffer) error { return report.Dot(b, a, diags) })
+		out := render(func(b *bytes.Buffer) error { return report.Dot(b, res) })
 		checkDot(t, out)
 		if !strings.Contains(out, "color=red") {
 			t.Errorf("dot: the cycle is not red:\n%s", out)
@@ -209,7 +211,7 @@ func TestHostileStrings(t *testing.T) {
 	})
 
 	t.Run("json", func(t *testing.T) {
-		out := render(func(b *bytes.Buffer) error { return report.JSON(b, snap, diags) })
+		out := render(func(b *bytes.Buffer) error { return report.JSON(b, res) })
 		if !json.Valid([]byte(out)) {
 			t.Fatalf("json: not valid")
 		}
@@ -244,7 +246,7 @@ func TestMarkdownEscapes(t *testing.T) {
 	diags := []heuristics.Diagnosis{{ID: "sleeping", Confidence: "high", Summary: "- 1. <b>x</b> *y* a_b [c](d) | e ~f~ #3 \\",
 		Chain: []string{"thread 2 `a`b` waits for `x<y>` ``", "12) `lock_b` held"}}}
 	var b bytes.Buffer
-	if err := report.Markdown(&b, heuristics.NewAnalysis(snap), diags, report.MarkdownOptions{Version: "v1", CommandLine: "hangdoc `x` ``y"}); err != nil {
+	if err := report.Markdown(&b, &heuristics.Result{Snap: snap, Diagnoses: diags}, report.MarkdownOptions{Version: "v1", CommandLine: "hangdoc `x` ``y"}); err != nil {
 		t.Fatal(err)
 	}
 	md := b.String()

@@ -27,7 +27,8 @@ type Document struct {
 // those json.Encoder with a two-space indent writes for Document (a test
 // holds the two equal), except that C1 controls and bidirectional
 // overrides are escaped too (escapeControls).
-func JSON(w io.Writer, snap *stacks.Snapshot, diags []heuristics.Diagnosis) error {
+func JSON(w io.Writer, res *heuristics.Result) error {
+	snap, diags := res.Snap, res.Diagnoses
 	if diags == nil {
 		diags = []heuristics.Diagnosis{}
 	}

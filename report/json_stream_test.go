@@ -52,7 +52,7 @@ func TestJSONStreamsTheEncodersBytes(t *testing.T) {
 	for i, snap := range snaps {
 		var diags []heuristics.Diagnosis
 		if snap != nil {
-			diags = heuristics.Diagnose(snap, heuristics.Options{})
+			diags = heuristics.Diagnose(snap, heuristics.Options{}).Diagnoses
 		}
 		if diags == nil {
 			diags = []heuristics.Diagnosis{}
@@ -64,7 +64,7 @@ func TestJSONStreamsTheEncodersBytes(t *testing.T) {
 			t.Fatal(err)
 		}
 		var got bytes.Buffer
-		if err := JSON(&got, snap, diags); err != nil {
+		if err := JSON(&got, &heuristics.Result{Snap: snap, Diagnoses: diags}); err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(got.Bytes(), escapeControls(want.Bytes())) {

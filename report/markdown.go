@@ -38,9 +38,9 @@ type MarkdownOptions struct {
 // content), Mermaid labels (mermaidEscape) and link targets (http and
 // https only, percent-encoded).
 //
-// a is the analysis the diagnoses came from (heuristics.Analyze): its
-// wait-for graph is the one drawn.
-func Markdown(w io.Writer, a *heuristics.Analysis, diags []heuristics.Diagnosis, opt MarkdownOptions) error {
+// res is what heuristics.Diagnose found: its wait-for graph is the one
+// drawn.
+func Markdown(w io.Writer, res *heuristics.Result, opt MarkdownOptions) error {
 	limit := opt.MaxBytes
 	if limit == 0 {
 		limit = GitHubCommentLimit
@@ -49,7 +49,7 @@ func Markdown(w io.Writer, a *heuristics.Analysis, diags []heuristics.Diagnosis,
 	for i, lvl := range markdownLevels {
 		b.Reset()
 		ew := &errWriter{w: &b}
-		writeMarkdown(ew, a, diags, opt, lvl)
+		writeMarkdown(ew, res, opt, lvl)
 		if ew.err != nil {
 			return ew.err
 		}
@@ -110,8 +110,8 @@ func fullReportHint(opt MarkdownOptions) string {
 	return "The full report: the same command with `--format json`, or `--format text`."
 }
 
-func writeMarkdown(ew *errWriter, a *heuristics.Analysis, diags []heuristics.Diagnosis, opt MarkdownOptions, lvl markdownLevel) {
-	snap := a.Snap
+func writeMarkdown(ew *errWriter, res *heuristics.Result, opt MarkdownOptions, lvl markdownLevel) {
+	snap, diags := res.Snap, res.Diagnoses
 	if len(diags) == 0 {
 		ew.printf("**no verdict**: hangdoc names nothing here; the stacks are below.\n\n")
 	}
@@ -122,7 +122,7 @@ func writeMarkdown(ew *errWriter, a *heuristics.Analysis, diags []heuristics.Dia
 		writeMarkdownDiagnosis(ew, d, lvl.listMax)
 	}
 
-	if wg := buildWaitGraph(a, diags); len(wg.edges) > 0 {
+	if wg := buildWaitGraph(res); len(wg.edges) > 0 {
 		if lvl.graph {
 			ew.printf("### Wait-for graph\n\n")
 			var b strings.Builder

@@ -49,7 +49,7 @@ func TestMarkdownFitsTheLimit(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			var b strings.Builder
 			diag := bigDiagnosis(c.threads)
-			if err := Markdown(&b, heuristics.NewAnalysis(bigSnapshot(c.threads, c.groups, c.depth)), []heuristics.Diagnosis{diag}, MarkdownOptions{Version: "test"}); err != nil {
+			if err := Markdown(&b, &heuristics.Result{Snap: bigSnapshot(c.threads, c.groups, c.depth), Diagnoses: []heuristics.Diagnosis{diag}}, MarkdownOptions{Version: "test"}); err != nil {
 				t.Fatal(err)
 			}
 			md := b.String()

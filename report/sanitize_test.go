@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hangdoc/hangdoc/heuristics"
 	"github.com/hangdoc/hangdoc/stacks"
 )
 
@@ -30,7 +31,7 @@ func TestSanitize(t *testing.T) {
 func TestJSONEscapesC1AndBidi(t *testing.T) {
 	snap := &stacks.Snapshot{Processes: []*stacks.Process{{Pid: 1, Threads: []*stacks.Thread{{Tid: 1, Name: "a\u009b2Jb\u202ec"}}}}}
 	var buf bytes.Buffer
-	if err := JSON(&buf, snap, nil); err != nil {
+	if err := JSON(&buf, &heuristics.Result{Snap: snap}); err != nil {
 		t.Fatal(err)
 	}
 	if strings.ContainsRune(buf.String(), 0x9b) || strings.ContainsRune(buf.String(), 0x202e) {

@@ -52,10 +52,11 @@ func newPalette(on bool) palette {
 
 // Text writes the report for a terminal: the verdicts first, then per
 // process the groups of threads with identical stacks, then the notes.
-func Text(w io.Writer, snap *stacks.Snapshot, diags []heuristics.Diagnosis, opt TextOptions) error {
+func Text(w io.Writer, res *heuristics.Result, opt TextOptions) error {
+	snap := res.Snap
 	p := newPalette(opt.Color)
 	ew := &errWriter{w: w}
-	writeDiagnoses(ew, p, diags, opt.Width)
+	writeDiagnoses(ew, p, res.Diagnoses, opt.Width)
 	for i, proc := range snap.Processes {
 		if i > 0 {
 			ew.printf("\n")

@@ -21,7 +21,7 @@ func TestTextCapsLongLists(t *testing.T) {
 	}
 	var b bytes.Buffer
 	snap := &stacks.Snapshot{Schema: stacks.Schema}
-	if err := report.Text(&b, snap, []heuristics.Diagnosis{d}, report.TextOptions{}); err != nil {
+	if err := report.Text(&b, &heuristics.Result{Snap: snap, Diagnoses: []heuristics.Diagnosis{d}}, report.TextOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()

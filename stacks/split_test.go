@@ -38,7 +38,7 @@ func procShape(p *stacks.Process) string {
 // snapshot, which another process in it changes.
 func verdictIDs(snap *stacks.Snapshot) []string {
 	var ids []string
-	for _, d := range heuristics.Diagnose(snap, heuristics.Options{}) {
+	for _, d := range heuristics.Diagnose(snap, heuristics.Options{}).Diagnoses {
 		if d.Deadlock {
 			ids = append(ids, d.ID)
 		}

@@ -62,7 +62,8 @@ func (o *reportOptions) check() ([]heuristics.Rule, error) {
 // diagnoseAndReport runs the heuristics, writes the report and sets the
 // exit code: exitHang when a hang was named.
 func (o *reportOptions) diagnoseAndReport(ios *ioStreams, snap *stacks.Snapshot, rules []heuristics.Rule) error {
-	a, diags := heuristics.Analyze(snap, heuristics.Options{Rules: rules})
+	res := heuristics.Diagnose(snap, heuristics.Options{Rules: rules})
+	diags := res.Diagnoses
 	for _, d := range diags {
 		if d.Deadlock {
 			ios.exitCode = exitHang
@@ -82,22 +83,22 @@ func (o *reportOptions) diagnoseAndReport(ios *ioStreams, snap *stacks.Snapshot,
 	if ios.outIsTerminal {
 		width = terminalWidth(ios.out)
 	}
-	return writeReport(ios.out, o.format, a, diags, report.TextOptions{Color: ios.colorEnabled(o.color), Width: width}, commandLine(os.Args))
+	return writeReport(ios.out, o.format, res, report.TextOptions{Color: ios.colorEnabled(o.color), Width: width}, commandLine(os.Args))
 }
 
 // writeReport writes the report in format (one of formats) to w: the one
 // place the command layer picks a renderer. text is for the text
 // format; cmdLine ends a Markdown report.
-func writeReport(w io.Writer, format string, a *heuristics.Analysis, diags []heuristics.Diagnosis, text report.TextOptions, cmdLine string) error {
+func writeReport(w io.Writer, format string, res *heuristics.Result, text report.TextOptions, cmdLine string) error {
 	switch format {
 	case "json":
-		return report.JSON(w, a.Snap, diags)
+		return report.JSON(w, res)
 	case "markdown":
-		return report.Markdown(w, a, diags, report.MarkdownOptions{Version: versionString(), CommandLine: cmdLine})
+		return report.Markdown(w, res, report.MarkdownOptions{Version: versionString(), CommandLine: cmdLine})
 	case "dot":
-		return report.Dot(w, a, diags)
+		return report.Dot(w, res)
 	}
-	return report.Text(w, a.Snap, diags, text)
+	return report.Text(w, res, text)
 }
 
 // terminalWidth is the width of the terminal out writes to, or 0 when it

@@ -338,14 +338,14 @@ func (o *runOptions) diagnose(ctx context.Context, ios *ioStreams, t *tree, why 
 	if err != nil {
 		return false, err
 	}
-	a, diags := heuristics.Analyze(snap, heuristics.Options{Rules: rules})
-	named := slices.ContainsFunc(diags, func(d heuristics.Diagnosis) bool { return d.Deadlock })
+	res := heuristics.Diagnose(snap, heuristics.Options{Rules: rules})
+	named := slices.ContainsFunc(res.Diagnoses, func(d heuristics.Diagnosis) bool { return d.Deadlock })
 
-	if err := writeReport(ios.errOut, "text", a, diags, report.TextOptions{Color: colorOn(o.color, ios.errOut), Width: terminalWidth(ios.errOut)}, o.cmdLine); err != nil {
+	if err := writeReport(ios.errOut, "text", res, report.TextOptions{Color: colorOn(o.color, ios.errOut), Width: terminalWidth(ios.errOut)}, o.cmdLine); err != nil {
 		return named, err
 	}
 	if o.report != "" {
-		write := func(w io.Writer) error { return writeReport(w, o.format, a, diags, report.TextOptions{}, o.cmdLine) }
+		write := func(w io.Writer) error { return writeReport(w, o.format, res, report.TextOptions{}, o.cmdLine) }
 		if err := writeFile(o.report, false, write); err != nil {
 			fmt.Fprintf(ios.errOut, "hangdoc: --report: %v\n", err)
 		}
@@ -356,7 +356,7 @@ func (o *runOptions) diagnose(ctx context.Context, ios *ioStreams, t *tree, why 
 			if _, err := io.WriteString(w, head); err != nil {
 				return err
 			}
-			return writeReport(w, "markdown", a, diags, report.TextOptions{}, o.cmdLine)
+			return writeReport(w, "markdown", res, report.TextOptions{}, o.cmdLine)
 		})
 		if err != nil {
 			fmt.Fprintf(ios.errOut, "hangdoc: GITHUB_STEP_SUMMARY: %v\n", err)
