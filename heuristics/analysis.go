@@ -17,7 +17,9 @@ type ThreadRef struct {
 // analysis is what every signature reads: the snapshot, indexes over it
 // and the wait-for graph, built once per Diagnose.
 type analysis struct {
-	Snap  *stacks.Snapshot
+	Snap *stacks.Snapshot
+	// src is what kind of evidence Snap is (source.go).
+	src   source
 	procs map[int]*stacks.Process
 	// threads by tid, every process's that has it: tids are unique on
 	// one machine, but a paste of two dumps (two jstacks, the same dump
@@ -48,7 +50,7 @@ type analysis struct {
 
 // newAnalysis indexes a snapshot and builds its wait-for graph.
 func newAnalysis(snap *stacks.Snapshot) *analysis {
-	a := &analysis{Snap: snap, procs: map[int]*stacks.Process{}, threads: map[int][]ThreadRef{}, procOf: map[*stacks.Thread]*stacks.Process{},
+	a := &analysis{Snap: snap, src: source{snap.Source}, procs: map[int]*stacks.Process{}, threads: map[int][]ThreadRef{}, procOf: map[*stacks.Thread]*stacks.Process{},
 		rules: builtinRules(), facts: map[*stacks.Thread]*threadFact{}, results: map[string]any{}, lockWaiters: map[*stacks.Process][]ThreadRef{}}
 	for _, p := range snap.Processes {
 		if _, dup := a.procs[p.Pid]; !dup {

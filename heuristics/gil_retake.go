@@ -55,7 +55,7 @@ func matchGILRetake(a *analysis) []Diagnosis {
 			Fix:      gilRetakeFix,
 			Refs:     gilRefs,
 		}
-		if a.Snap.Source == "attach" && a.Evidence(p).GIL {
+		if a.src.live() && a.Evidence(p).GIL {
 			d.Confidence = High // the holder read from the interpreter's memory
 			d.Evidence = append(d.Evidence, "the GIL's holder was read from the interpreter's memory (gil->last_holder, with the GIL locked)")
 		} else {

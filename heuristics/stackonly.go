@@ -12,7 +12,6 @@ package heuristics
 
 import (
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -275,7 +274,7 @@ func otherThreadsShown(a *analysis, p *stacks.Process, t *stacks.Thread) string 
 		return ""
 	case p.Pid > 0 && t.Tid != p.Pid:
 		return fmt.Sprintf("%s is not the main thread of process %d (its tid is not the pid)", threadLabel(t), p.Pid)
-	case p.Pid <= 0 && a.Snap.Source == "gdb":
+	case p.Pid <= 0 && a.src.printedBy("gdb"):
 		return fmt.Sprintf("the dump numbers %s after thread 1, the main thread: the process has other threads", threadLabel(t))
 	}
 	return ""
@@ -580,8 +579,8 @@ func noteAbsentEvidence(a *analysis, ds []Diagnosis) {
 		if d.Confidence == High {
 			d.Confidence = Medium
 		}
-		line := fmt.Sprintf("%s in %s", joinStrings(missing), sourceText(a.Snap.Source))
-		if a.Snap.Source != "attach" {
+		line := fmt.Sprintf("%s in %s", joinStrings(missing), a.src.text())
+		if !a.src.live() {
 			cmd := "hangdoc attach"
 			if len(d.Pids) > 0 && d.Pids[0] > 0 {
 				cmd = fmt.Sprintf("hangdoc attach %d", d.Pids[0])
@@ -632,19 +631,3 @@ func noteUnreadGoroutines(a *analysis, ds []Diagnosis) {
 	}
 }
 
-// sourceText names where a snapshot came from, for "no mutex owner in …".
-func sourceText(source string) string {
-	switch source {
-	case "":
-		return "this snapshot"
-	case "attach":
-		return "this attach (they could not be read)"
-	case "core":
-		return "this core file"
-	case "merged":
-		return "these inputs"
-	case "gdb", "lldb", "eu-stack", "pstack", "py-spy":
-		return "a " + source + " dump"
-	}
-	return "a " + filepath.Base(source) + " dump"
-}
