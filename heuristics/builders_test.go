@@ -1,6 +1,7 @@
 package heuristics
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -153,6 +154,14 @@ func has(t *testing.T, what, s string, parts ...string) {
 		if !strings.Contains(s, p) {
 			t.Errorf("%s %q: missing %q", what, s, p)
 		}
+	}
+}
+
+// wantHints checks a diagnosis's hints, in order.
+func wantHints(t *testing.T, d Diagnosis, want ...Hint) {
+	t.Helper()
+	if !slices.Equal(d.Hints, want) {
+		t.Errorf("%s: hints %+v, want %+v", d.ID, d.Hints, want)
 	}
 }
 

@@ -389,10 +389,11 @@ func stragglerDiagnosis(a *analysis, ranks, waiting, stragglers []rankView) Diag
 	d.Tids = tids
 	if len(stragglers) == 1 {
 		s := stragglers[0]
-		d.Fix = fmt.Sprintf("Find why rank %s does not reach `%s`: it is in %s; diagnose that rank on its own (hangdoc attach on it). "+
+		d.Fix = fmt.Sprintf("Find why rank %s does not reach `%s`: it is in %s; diagnose that rank on its own. "+
 			"Look for a collective skipped or issued in a different order on that rank (a branch that differs between ranks, an early return, "+
 			"an exception caught on one rank), a wait on a device, fence or I/O that never completes, or a crash. NCCL_DEBUG=INFO and "+
 			"TORCH_DISTRIBUTED_DEBUG=DETAIL show which collective each rank issued.", s.name(), coll, s.where())
+		d.Hints = append(d.Hints, attachHint(s.p.Pid, "to diagnose that rank on its own"))
 	}
 	return d
 }

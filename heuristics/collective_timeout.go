@@ -107,7 +107,8 @@ func timeoutInCollective(tr timeoutRank, all []timeoutRank) Diagnosis {
 	d.Chain = append(d.Chain, "a collective completes only when every rank joins it: the straggler is a rank not in it, which the paste does not show in it")
 	d.Evidence = append(d.Evidence, fmt.Sprintf("%s, %s", rankName(r), stackLineN(r.lead, 12)),
 		"MPICH prints a progress-timeout report only for a rank that waited in MPI longer than MPIR_CVAR_DEBUG_PROGRESS_TIMEOUT",
-		"the paste holds too few ranks to tell the straggler by majority: the reports of every rank (or hangdoc attach on each) name it")
+		"the paste holds too few ranks to tell the straggler by majority: the reports of every rank name it")
+	d.Hints = append(d.Hints, attachHint(0, "on each rank to name the straggler"))
 	for _, q := range tr.reqs {
 		d.Evidence = append(d.Evidence, "pending request "+q)
 	}

@@ -19,6 +19,8 @@ type Diagnosis struct {
 	Evidence []string `json:"evidence"`
 	Fix      string   `json:"fix"`
 	Refs     []string `json:"refs"`
+	// Hints are the next steps that would show more (hint.go).
+	Hints []Hint `json:"hints,omitempty"`
 	// KnownIssue is set when a known upstream bug refines the diagnosis.
 	KnownIssue *KnownIssue `json:"known_issue,omitempty"`
 	// Deadlock is false for the verdicts that are not a hang

@@ -133,7 +133,9 @@ func dumpTop(t *testing.T, ds []heuristics.Diagnosis, ids ...string) *heuristics
 	if d.Confidence == heuristics.High {
 		t.Errorf("diagnosis %s: high confidence from a dump without owners", d.ID)
 	}
-	wantSays(t, d, "hangdoc attach")
+	if !slices.ContainsFunc(d.Hints, func(h heuristics.Hint) bool { return h.Action == heuristics.HintAttach }) {
+		t.Errorf("diagnosis %s: no hint to attach to the live process: %+v", d.ID, d.Hints)
+	}
 	return d
 }
 

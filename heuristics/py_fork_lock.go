@@ -263,7 +263,8 @@ func pyOnlyForkDiagnosis(a *analysis, p *stacks.Process) (Diagnosis, bool) {
 			fmt.Sprintf("%s stopped in %s", threadLabel(t), pyWhere(t)),
 			"the dump has Python frames only (faulthandler): no native frame says that the thread waits on a lock; the wait is inferred from where it stopped",
 		},
-		Evidence: []string{stackLine(t), "no native frames, thread states or mutex owners: the verdict rests on the Python frames alone; run `hangdoc attach` on the live process (or py-spy dump --native) for the lock wait itself"},
+		Evidence: []string{stackLine(t), "no native frames, thread states or mutex owners: the verdict rests on the Python frames alone"},
+		Hints:    []Hint{attachHint(p.Pid, "on the live process (or py-spy dump --native) for the lock wait itself")},
 		Refs:     forkRefs,
 	}
 	d.Pids, d.Tids = orderRefs(ref)

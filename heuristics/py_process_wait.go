@@ -121,8 +121,10 @@ func pyProcessWaitDiagnosis(a *analysis, p *stacks.Process, w pyProcessWait) Dia
 		}
 	}
 	d.Chain = append(d.Chain, "the other threads wait too (for work, or for what the waiting thread would hand on): none runs")
-	d.Fix = "Dump the process waited on (py-spy dump --pid CHILD, or `hangdoc attach --tree PID` on the parent to follow " +
-		"the wait): its own stack says why it does not answer (a worker that died or hangs after fork, a child blocked writing " +
+	h := attachHint(p.Pid, "on the parent to follow the wait")
+	h.Tree = true
+	d.Hints = append(d.Hints, h)
+	d.Fix = "Dump the process waited on (py-spy dump --pid CHILD): its own stack says why it does not answer (a worker that died or hangs after fork, a child blocked writing " +
 		"a full pipe the parent does not read: use communicate(), not wait()). Bound the wait (a timeout on get, recv, wait or " +
 		"result) so a dead worker fails the caller instead of hanging it."
 	return d

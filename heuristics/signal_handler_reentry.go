@@ -208,7 +208,8 @@ func matchSignalReentry(a *analysis) []Diagnosis {
 				fmt.Sprintf("the handler calls `%s`, which waits for the %s lock", asker, r.family),
 				"a signal handler that takes a lock of a library that is not async-signal-safe waits for ever when the signal arrived while its own thread held that lock",
 			}
-			d.Evidence = []string{"the frames below the signal frame are cut or have no symbols: a paste with them (or `hangdoc attach`) would show whether the interrupted code holds the lock"}
+			d.Evidence = []string{"the frames below the signal frame are cut or have no symbols: a paste with them would show whether the interrupted code holds the lock"}
+			d.Hints = []Hint{attachHint(r.waiter.Proc.Pid, "to see whether the interrupted code holds the lock")}
 		} else {
 			held := frameName(t.Stack[r.held])
 			d.Confidence = Medium

@@ -343,7 +343,10 @@ func spinDiagnosis(a *analysis, p *stacks.Process, spins []spinner, others []thr
 		}
 	}
 	if !cpuEvidence || n < 2 {
-		d.Evidence = append(d.Evidence, "claimed from frame names only: take two or more samples with CPU figures (hangdoc attach --samples 3) to confirm")
+		d.Evidence = append(d.Evidence, "claimed from frame names only: two or more samples with CPU figures would confirm it")
+		h := attachHint(p.Pid, "to confirm it with CPU figures")
+		h.Samples = 3
+		d.Hints = append(d.Hints, h)
 	}
 	return d
 }

@@ -523,7 +523,8 @@ func (a *analysis) loneWaiterDiagnosis(lw loneWaiter) Diagnosis {
 				"an allocator takes this lock only inside its own functions and waits for nothing while it holds it: a thread that never gets it is waiting for itself",
 				"the allocator was re-entered on this thread while it held the lock: from a hook it calls (an interposed pthread or malloc hook that allocates), an exception allocated mid-allocation (__cxa_allocate_exception), an unwinder, or a signal handler"}
 			d.Fix = "Keep the allocator from being entered again while it runs: a hook or interposer it calls (a malloc or pthread hook, a profiler's or tracer's wrapper) must not allocate, nor throw, and a signal handler must not allocate (signal-safety(7)); fixes of this kind are usually in the hook's library (allocate its buffers up front) or in the allocator (drop the lock before calling out)."
-			d.Evidence = append(d.Evidence, "the frames below the cut (or `hangdoc attach`, which reads the mutex owner) would show the allocator's first entry on this thread")
+			d.Evidence = append(d.Evidence, "the frames below the cut would show the allocator's first entry on this thread")
+			d.Hints = append(d.Hints, attachHint(p.Pid, "to read the mutex owner"))
 		} else if lw.reentry != "" {
 			d.Summary = fmt.Sprintf("%s waits for %s in %s, which it already holds: its own stack shows it re-entering the code that took the lock",
 				threadLabel(t), lock, site)
@@ -579,15 +580,10 @@ func noteAbsentEvidence(a *analysis, ds []Diagnosis) {
 		if d.Confidence == High {
 			d.Confidence = Medium
 		}
-		line := fmt.Sprintf("%s in %s", joinStrings(missing), a.src.text())
+		d.Evidence = append(d.Evidence, fmt.Sprintf("%s in %s", joinStrings(missing), a.src.text()))
 		if !a.src.live() {
-			cmd := "hangdoc attach"
-			if len(d.Pids) > 0 && d.Pids[0] > 0 {
-				cmd = fmt.Sprintf("hangdoc attach %d", d.Pids[0])
-			}
-			line += fmt.Sprintf("; run `%s` on the live process for certainty", cmd)
+			d.Hints = append(d.Hints, attachHint(firstPid(d), "on the live process for certainty"))
 		}
-		d.Evidence = append(d.Evidence, line)
 	}
 }
 
@@ -621,7 +617,8 @@ func noteUnreadGoroutines(a *analysis, ds []Diagnosis) {
 				d.Summary = "goroutines not read, so a deadlock is not ruled out: its OS threads are " +
 					strings.TrimPrefix(d.Summary, "not a deadlock, ")
 				d.Fix = "Read its goroutines before trusting this: build it with -ldflags='-s=false -w=false' (go test and go run strip DWARF) " +
-					"and attach again, or send it SIGQUIT and run hangdoc analyze on the goroutine dump."
+					"and attach again, or take its goroutine dump."
+				d.Hints = append(d.Hints, Hint{Action: HintGoroutineDump, Pid: max(pid, 0), Why: "to read its goroutines"})
 			}
 			d.Evidence = append(d.Evidence, fmt.Sprintf("pid %d is a Go program (%s) read as OS threads: its goroutines, where a Go hang shows, "+
 				"were not read (see the process's notes); build it with DWARF (go test -ldflags='-s=false -w=false') or take its goroutine dump (SIGQUIT)",
@@ -630,4 +627,3 @@ func noteUnreadGoroutines(a *analysis, ds []Diagnosis) {
 		}
 	}
 }
-

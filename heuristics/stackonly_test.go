@@ -97,7 +97,8 @@ func TestSelfDeadlockFromArguments(t *testing.T) {
 	if ds[0].ID != "self-deadlock" {
 		t.Fatalf("top %s: %s", ds[0].ID, dump(ds))
 	}
-	has(t, "evidence", strings.Join(ds[0].Evidence, "\n"), "no mutex owner in a gdb dump; run `hangdoc attach 20` on the live process for certainty")
+	has(t, "evidence", strings.Join(ds[0].Evidence, "\n"), "no mutex owner in a gdb dump")
+	wantHints(t, ds[0], attachHint(20, "on the live process for certainty"))
 }
 
 // An atfork child handler that waits for a lock: the process is a
@@ -212,13 +213,17 @@ func TestAbsentEvidenceNoted(t *testing.T) {
 				t.Errorf("live snapshot told to attach: %s", e)
 			}
 		}
+		if len(d.Hints) > 0 {
+			t.Errorf("live snapshot told to attach: %+v", d.Hints)
+		}
 	}
 	snap := pasted(proc(4700,
 		thread(4711, "worker", mutexFrames("blas_thread_init", "exec_blas_async")...),
 		thread(4700, "main", joinFrames("main")...),
 	))
 	ds := Diagnose(snap, Options{}).Diagnoses
-	has(t, "evidence", strings.Join(ds[0].Evidence, "\n"), "no mutex owner in a gdb dump; run `hangdoc attach 4700` on the live process for certainty")
+	has(t, "evidence", strings.Join(ds[0].Evidence, "\n"), "no mutex owner in a gdb dump")
+	wantHints(t, ds[0], attachHint(4700, "on the live process for certainty"))
 	snap.Source = "merged"
 	ds = Diagnose(snap, Options{}).Diagnoses
 	has(t, "evidence", strings.Join(ds[0].Evidence, "\n"), "no mutex owner in these inputs")

@@ -303,14 +303,17 @@ func calmChildDiagnosis(a *analysis, p *stacks.Process, ws []procWait, unsampled
 			}
 		}
 		d.Confidence = Low
-		d.Summary = fmt.Sprintf("not a deadlock as far as this snapshot shows: %s waits in `%s` for its children %s, which were not sampled; run `hangdoc attach --tree %d` to follow the wait",
-			subject(ThreadRef{Proc: p, Thread: t}), a.samplesOf(t).call, joinInts(unsampled), p.Pid)
+		d.Summary = fmt.Sprintf("not a deadlock as far as this snapshot shows: %s waits in `%s` for its children %s, which were not sampled",
+			subject(ThreadRef{Proc: p, Thread: t}), a.samplesOf(t).call, joinInts(unsampled))
 		if len(unsampled) == 0 {
 			// A pasted dump: the stack says it waits for a child, not which.
 			d.Summary = fmt.Sprintf("waits on another process: %s waits in `%s` for a child process, which the dump does not show: "+
-				"whatever hangs is in the child; dump the child (gdb -p CHILD, or `hangdoc attach --tree %d` to follow the wait)",
-				subject(ThreadRef{Proc: p, Thread: t}), a.samplesOf(t).call, p.Pid)
+				"whatever hangs is in the child; dump the child (gdb -p CHILD)",
+				subject(ThreadRef{Proc: p, Thread: t}), a.samplesOf(t).call)
 		}
+		h := attachHint(p.Pid, "to follow the wait")
+		h.Tree = true
+		d.Hints = []Hint{h}
 		d.Pids, d.Tids = []int{p.Pid}, []int{t.Tid}
 		d.Chain = []string{fmt.Sprintf("%s waits for a child process: whether it is stuck depends on the child", threadLabel(t))}
 		d.Evidence = []string{stackLine(t)}

@@ -132,7 +132,8 @@ func TestWaitingOnProcessChildNotSampled(t *testing.T) {
 	if d.Deadlock || d.Confidence != Low {
 		t.Errorf("deadlock %v, confidence %s; want a low, calm hint", d.Deadlock, d.Confidence)
 	}
-	has(t, "summary", d.Summary, "401, 402", "not sampled", "hangdoc attach --tree 400")
+	has(t, "summary", d.Summary, "401, 402", "not sampled")
+	wantHints(t, d, Hint{Action: HintAttach, Pid: 400, Tree: true, Why: "to follow the wait"})
 }
 
 // A reader whose writer is alive and not stuck: io-wait, as before.

@@ -198,6 +198,9 @@ func writeMarkdownDiagnosis(ew *errWriter, d heuristics.Diagnosis, listMax int) 
 		writeCapped(ew, d.Evidence, listMax)
 		ew.printf("\n")
 	}
+	for _, h := range d.Hints {
+		ew.printf("**Next:** %s.\n\n", mdProse(hintText(h)))
+	}
 	if len(d.Refs) > 0 {
 		ew.printf("**See:**\n\n")
 		for _, r := range d.Refs {

@@ -287,6 +287,14 @@ func writeDiagnoses(ew *errWriter, p palette, diags []heuristics.Diagnosis, widt
 				ew.lines(wrapWords("    ", "      ", Sanitize(e), width))
 			}
 		}
+		for _, h := range d.Hints {
+			for j, l := range wrapWords("  next: ", "        ", Sanitize(hintText(h)), width) {
+				if j == 0 {
+					l = "  " + p.head.Sprint("next:") + strings.TrimPrefix(l, "  next:")
+				}
+				ew.printf("%s\n", l)
+			}
+		}
 		for _, r := range d.Refs {
 			ew.printf("  %s %s\n", p.dim.Sprint("see"), p.loc.Sprint(Sanitize(r)))
 		}

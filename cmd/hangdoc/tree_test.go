@@ -109,11 +109,11 @@ func TestAttachTreeText(t *testing.T) {
 // a child that is not in the snapshot, and the report says how to follow.
 func TestAttachWithoutTreeSuggestsIt(t *testing.T) {
 	p, _, _ := startTreePipe(t)
-	out, _, err := run("attach", "--samples", "1", "--format", "json", strconv.Itoa(p.Pid))
+	out, _, err := run("attach", "--samples", "1", strconv.Itoa(p.Pid))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, "hangdoc attach --tree "+strconv.Itoa(p.Pid)) {
+	if !strings.Contains(out, "next: run `hangdoc attach --tree "+strconv.Itoa(p.Pid)+"` to follow the wait") {
 		t.Errorf("no hint to attach the tree:\n%s", out)
 	}
 }
