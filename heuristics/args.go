@@ -11,8 +11,6 @@ package heuristics
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/hangdoc/hangdoc/stacks"
 )
@@ -30,34 +28,14 @@ func (l argLock) String() string {
 	return fmt.Sprintf("mutex %#x", l.Addr)
 }
 
-// argAddr reads an address argument as gdb prints it: "0x5555555580a0
-// <server_lock>", "0x7f…", "futex@entry=0x…" (kept by older parsers).
-// Null and small values are not addresses of a lock.
-func argAddr(v string) (argLock, bool) {
-	if i := strings.LastIndex(v, "@entry="); i >= 0 {
-		v = v[i+len("@entry="):]
-	}
-	if !strings.HasPrefix(v, "0x") {
+// argAddr is the lock an address argument may name (stacks.NewArg read
+// its address and symbol). Null and small values are not addresses of a
+// lock.
+func argAddr(a stacks.Arg) (argLock, bool) {
+	if a.Addr < 0x1000 {
 		return argLock{}, false
 	}
-	end := 2
-	for end < len(v) && isHexDigit(v[end]) {
-		end++
-	}
-	addr, err := strconv.ParseUint(v[2:end], 16, 64)
-	if err != nil || addr < 0x1000 {
-		return argLock{}, false
-	}
-	l := argLock{Addr: addr}
-	rest := strings.TrimSpace(v[end:])
-	if strings.HasPrefix(rest, "<") && strings.HasSuffix(rest, ">") {
-		l.Symbol = rest[1 : len(rest)-1]
-	}
-	return l, true
-}
-
-func isHexDigit(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+	return argLock{Addr: a.Addr, Symbol: a.Symbol}, true
 }
 
 // lockArgNames are the parameter names of the lock in glibc's mutex and
@@ -86,7 +64,7 @@ func waitArgLock(t *stacks.Thread) (argLock, int, bool) {
 			if !lockArgNames[a.Name] && !row.HasLockArg(a.Name) {
 				continue
 			}
-			l, ok := argAddr(a.Value)
+			l, ok := argAddr(a)
 			if !ok {
 				continue
 			}
@@ -109,7 +87,7 @@ func waitArgLock(t *stacks.Thread) (argLock, int, bool) {
 func argAddrsIn(st []stacks.Frame, from, to int) (ls []argLock, at []int) {
 	for i := max(from, 0); i < min(to, len(st)); i++ {
 		for _, a := range st[i].Args {
-			if l, ok := argAddr(a.Value); ok {
+			if l, ok := argAddr(a); ok {
 				ls = append(ls, l)
 				at = append(at, i)
 			}
@@ -135,8 +113,8 @@ func joinArgTid(p *stacks.Process, t *stacks.Thread) int {
 			if a.Name != "expected" {
 				continue
 			}
-			tid, err := strconv.Atoi(a.Value)
-			if err != nil || tid <= 0 || tid == t.Tid {
+			tid := int(a.Int)
+			if tid <= 0 || tid == t.Tid {
 				continue
 			}
 			for _, o := range p.Threads {

@@ -195,7 +195,7 @@ func goChannelReached(users []*gor, g *gor) bool {
 					continue
 				}
 				for _, a := range f.Args {
-					if v, ok := goPointerArg(a.Value); ok && v == g.obj {
+					if v, ok := goPointerArg(a); ok && v == g.obj {
 						return true
 					}
 				}
@@ -239,7 +239,7 @@ func newGoReach(users []*gor) *goReach {
 				continue
 			}
 			for _, a := range f.Args {
-				if v, ok := goPointerArg(a.Value); ok && !slices.Contains(held, v) {
+				if v, ok := goPointerArg(a); ok && !slices.Contains(held, v) {
 					held = append(held, v)
 				}
 			}

@@ -353,7 +353,7 @@ func mayHold(g *gor, obj uint64, from int) (holdEvidence, bool) {
 			continue
 		}
 		for _, a := range f.Args {
-			p, ok := goPointerArg(a.Value)
+			p, ok := goPointerArg(a)
 			if !ok || p > obj || obj-p >= goStructSpan {
 				continue
 			}
@@ -366,17 +366,13 @@ func mayHold(g *gor, obj uint64, from int) (holdEvidence, bool) {
 	return best, found
 }
 
-// goPointerArg reads an argument word a dump printed exactly ("0xc0000…",
+// goPointerArg is an argument word a dump printed exactly ("0xc0000…",
 // not "0xc0000…?", not a brace group); small values are not pointers.
-func goPointerArg(s string) (uint64, bool) {
-	if !strings.HasPrefix(s, "0x") || strings.HasSuffix(s, "?") {
+func goPointerArg(a stacks.Arg) (uint64, bool) {
+	if !a.Exact || a.Addr < 1<<16 {
 		return 0, false
 	}
-	v, err := strconv.ParseUint(s[2:], 16, 64)
-	if err != nil || v < 1<<16 {
-		return 0, false
-	}
-	return v, true
+	return a.Addr, true
 }
 
 // goTids lists goroutine ids for Diagnosis.Tids, in the order given.

@@ -57,7 +57,7 @@ func goHolders(gp *goProc, objs map[uint64]bool) map[uint64][]goLockStep {
 				continue
 			}
 			for _, a := range f.Args {
-				if v, ok := goPointerArg(a.Value); ok {
+				if v, ok := goPointerArg(a); ok {
 					ptrs = append(ptrs, ptr{v, g, i})
 				}
 			}

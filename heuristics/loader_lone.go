@@ -39,7 +39,7 @@ func loaderSide(t *stacks.Thread) string {
 	// The lock's name, from the arguments of the frames that take it.
 	for _, f := range t.Stack[:caller+1] {
 		for _, a := range f.Args {
-			if l, ok := argAddr(a.Value); ok && isLoaderLockSymbol(l.Symbol) {
+			if l, ok := argAddr(a); ok && isLoaderLockSymbol(l.Symbol) {
 				return "loader-lock-wait"
 			}
 		}

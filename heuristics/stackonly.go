@@ -48,7 +48,7 @@ func forkChildFrames(st []stacks.Frame) forkEvidence {
 			// glibc runs these in both; gdb shows which in an argument
 			// (who=atfork_run_child)
 			for _, a := range f.Args {
-				if strings.Contains(a.Value, "child") {
+				if strings.Contains(a.Symbol, "child") {
 					ev.certain, ev.marker = true, frameName(f)+" ("+a.Name+"="+a.Value+")"
 				}
 			}
@@ -372,7 +372,7 @@ func reentryOnStack(a *analysis, t *stacks.Thread) string {
 	for j := caller + 1; once && j < len(t.Stack); j++ {
 		f := t.Stack[j]
 		for _, arg := range f.Args {
-			if l, ok := argAddr(arg.Value); ok && strings.HasPrefix(l.Symbol, k+"()::") {
+			if l, ok := argAddr(arg); ok && strings.HasPrefix(l.Symbol, k+"()::") {
 				return fmt.Sprintf("`%s` waits for the one-time initialisation of its static, and #%d (`%s`, %s=%s) is constructing that static on the same thread: the initialiser re-entered the function it initialises",
 					frameName(asker), j, frameName(f), arg.Name, l.Symbol)
 			}

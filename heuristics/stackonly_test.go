@@ -11,7 +11,7 @@ import (
 // stack).
 func args(t *stacks.Thread, i int, kv ...string) *stacks.Thread {
 	for j := 0; j+1 < len(kv); j += 2 {
-		t.Stack[i].Args = append(t.Stack[i].Args, stacks.Arg{Name: kv[j], Value: kv[j+1]})
+		t.Stack[i].Args = append(t.Stack[i].Args, stacks.NewArg(kv[j], kv[j+1]))
 	}
 	return t
 }
@@ -38,7 +38,7 @@ func TestArgAddr(t *testing.T) {
 		{"140537894745792", argLock{}, false},
 	}
 	for _, tt := range tests {
-		got, ok := argAddr(tt.v)
+		got, ok := argAddr(stacks.NewArg("m", tt.v))
 		if ok != tt.ok || got != tt.want {
 			t.Errorf("argAddr(%q) = %+v, %v; want %+v, %v", tt.v, got, ok, tt.want, tt.ok)
 		}
@@ -285,7 +285,7 @@ func TestReentryOnStack(t *testing.T) {
 	has(t, "chain", strings.Join(d.Chain, "\n"), "`Registry::add`, which asks for the lock at #3, is also at #5")
 
 	guard := thread(901, "main", "syscall", "__cxa_guard_acquire", "getHeap", "xxmalloc", "operator new", "Heap::Heap", "getHeap", "main")
-	guard.Stack[5].Args = []stacks.Arg{{Name: "this", Value: "0x7fc6ad350288 <getHeap()::buf>"}}
+	guard.Stack[5].Args = []stacks.Arg{stacks.NewArg("this", "0x7fc6ad350288 <getHeap()::buf>")}
 	guard.Stack[6].Func = "initHeaps" // only the argument says which static is being built
 	d = one(t, "self-deadlock", pasted(proc(901, guard)))
 	if d.Confidence != Medium {

@@ -145,7 +145,7 @@ func (p *dlvParser) line(l textLine) {
 			v = v[:maxArgValue] + "…"
 		}
 		if len(f.Args) < maxArgs {
-			f.Args = append(f.Args, Arg{Name: m[1], Value: v})
+			f.Args = append(f.Args, NewArg(m[1], v))
 			p.anyArgs = true
 		}
 		return

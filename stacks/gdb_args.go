@@ -123,7 +123,7 @@ func parseGDBArgList(s string) []Arg {
 		if args == nil {
 			args = make([]Arg, 0, min(len(pieces), maxArgs))
 		}
-		args = append(args, Arg{Name: name, Value: value})
+		args = append(args, NewArg(name, value))
 	}
 	return args
 }

@@ -263,25 +263,25 @@ func TestParseGDBPasted(t *testing.T) {
 func TestParseGDBFrames(t *testing.T) {
 	checkFrameLines(t, ParseGDB, []frameCase{
 		{`#0  0x00007f0000001000 in foo (a=1, s=0x1 "x)(y") at x.c:12`,
-			Frame{Func: "foo", PC: 0x7f0000001000, File: "x.c", Line: 12, Args: []Arg{{"a", "1"}, {"s", `0x1 "x)(y"`}}}, false},
+			Frame{Func: "foo", PC: 0x7f0000001000, File: "x.c", Line: 12, Args: []Arg{NewArg("a", "1"), NewArg("s", `0x1 "x)(y"`)}}, false},
 		{`#0  bar (c=40 '(') at dir with space/y.c:7`,
-			Frame{Func: "bar", File: "dir with space/y.c", Line: 7, Args: []Arg{{"c", "40 '('"}}}, false},
+			Frame{Func: "bar", File: "dir with space/y.c", Line: 7, Args: []Arg{NewArg("c", "40 '('")}}, false},
 		{`#0  baz (c=39 '\'', d=41 ')') at y.c:7`,
-			Frame{Func: "baz", File: "y.c", Line: 7, Args: []Arg{{"c", `39 '\''`}, {"d", "41 ')'"}}}, false},
+			Frame{Func: "baz", File: "y.c", Line: 7, Args: []Arg{NewArg("c", `39 '\''`), NewArg("d", "41 ')'")}}, false},
 		{`#0  0x0000000000401136 in Foo::operator<(Foo const&) const (this=0x1, o=...) at f.cc:3`,
-			Frame{Func: "Foo::operator<(Foo const&) const", PC: 0x401136, File: "f.cc", Line: 3, Args: []Arg{{"this", "0x1"}, {"o", "..."}}}, false},
+			Frame{Func: "Foo::operator<(Foo const&) const", PC: 0x401136, File: "f.cc", Line: 3, Args: []Arg{NewArg("this", "0x1"), NewArg("o", "...")}}, false},
 		{`#0  0x0000000000401136 in std::operator<< <std::char_traits<char> > (__out=..., __s=0x4 "at x.c:1") at /usr/include/c++/12/ostream:611`,
 			Frame{Func: "std::operator<< <std::char_traits<char> >", PC: 0x401136, File: "/usr/include/c++/12/ostream", Line: 611,
-				Args: []Arg{{"__out", "..."}, {"__s", `0x4 "at x.c:1"`}}}, false},
+				Args: []Arg{NewArg("__out", "..."), NewArg("__s", `0x4 "at x.c:1"`)}}, false},
 		{`#0  0x0000000000401136 in process(int) [clone .isra.0] (n=3) at p.cc:9`,
-			Frame{Func: "process(int) [clone .isra.0]", PC: 0x401136, File: "p.cc", Line: 9, Args: []Arg{{"n", "3"}}}, false},
+			Frame{Func: "process(int) [clone .isra.0]", PC: 0x401136, File: "p.cc", Line: 9, Args: []Arg{NewArg("n", "3")}}, false},
 		{`#0  0x00007f0000001000 in ?? ()`, Frame{PC: 0x7f0000001000}, false},
 		{`#0  0x00007f0000001000 in pthread_cond_wait@@GLIBC_2.3.2 () from /lib64/libpthread.so.0`,
 			Frame{Func: "pthread_cond_wait@@GLIBC_2.3.2", PC: 0x7f0000001000, Module: "/lib64/libpthread.so.0"}, false},
 		{`#0  runtime.futex () at /usr/lib/go/src/runtime/sys_linux_amd64.s:557`,
 			Frame{Func: "runtime.futex", File: "/usr/lib/go/src/runtime/sys_linux_amd64.s", Line: 557}, false},
 		{`#0  0x00005555555551a9 in (anonymous namespace)::helper (x=<optimized out>) at a.cc:4`,
-			Frame{Func: "(anonymous namespace)::helper", PC: 0x5555555551a9, File: "a.cc", Line: 4, Args: []Arg{{"x", "<optimized out>"}}}, false},
+			Frame{Func: "(anonymous namespace)::helper", PC: 0x5555555551a9, File: "a.cc", Line: 4, Args: []Arg{NewArg("x", "<optimized out>")}}, false},
 		{`#0  0x00007f0000001000 in <signal handler called>`, Frame{Signal: true, PC: 0x7f0000001000}, false},
 		{`#0  0x00007f0000001000 in std::vector<int, std::allocator<int> >::push_back (this=0x1, __x=`,
 			Frame{Func: "std::vector<int, std::allocator<int> >::push_back", PC: 0x7f0000001000}, true},
@@ -293,7 +293,7 @@ func TestParseGDBFrames(t *testing.T) {
 		{`#0  0x00007f8b2b0a4b3d  in  __lll_lock_wait ()  from /lib64/libpthread.so.0`,
 			Frame{Func: "__lll_lock_wait", PC: 0x7f8b2b0a4b3d, Module: "/lib64/libpthread.so.0"}, false},
 		{`#0  0x0000000000400a1c  in  worker (arg=0x0)  at t.c:12`,
-			Frame{Func: "worker", PC: 0x400a1c, File: "t.c", Line: 12, Args: []Arg{{"arg", "0x0"}}}, false},
+			Frame{Func: "worker", PC: 0x400a1c, File: "t.c", Line: 12, Args: []Arg{NewArg("arg", "0x0")}}, false},
 	})
 }
 
@@ -304,23 +304,23 @@ func TestParseGDBArgs(t *testing.T) {
 	}{
 		{"", nil},
 		{"...", nil},
-		{"mutex=0x5555555580a0 <server_lock>", []Arg{{"mutex", "0x5555555580a0 <server_lock>"}}},
+		{"mutex=0x5555555580a0 <server_lock>", []Arg{NewArg("mutex", "0x5555555580a0 <server_lock>")}},
 		{"futex=futex@entry=0x560a61b6b100 <the_lock>, private=0",
-			[]Arg{{"futex", "0x560a61b6b100 <the_lock>"}, {"private", "0"}}},
+			[]Arg{NewArg("futex", "0x560a61b6b100 <the_lock>"), NewArg("private", "0")}},
 		{"private=128, cancel=true, abstime=0x0, op=265, expected=10221, futex_word=0x7fd1874b3990",
-			[]Arg{{"private", "128"}, {"cancel", "true"}, {"abstime", "0x0"}, {"op", "265"}, {"expected", "10221"}, {"futex_word", "0x7fd1874b3990"}}},
+			[]Arg{NewArg("private", "128"), NewArg("cancel", "true"), NewArg("abstime", "0x0"), NewArg("op", "265"), NewArg("expected", "10221"), NewArg("futex_word", "0x7fd1874b3990")}},
 		{"p={a = 1, b = {2, 3}}, s=\"a, b\" 'x' <repeats 20 times>, c=44 ','",
-			[]Arg{{"p", "{a = 1, b = {2, 3}}"}, {"s", "\"a, b\" 'x' <repeats 20 times>"}, {"c", "44 ','"}}},
+			[]Arg{NewArg("p", "{a = 1, b = {2, 3}}"), NewArg("s", "\"a, b\" 'x' <repeats 20 times>"), NewArg("c", "44 ','")}},
 		{"f=0x401136 <Foo::operator<(Foo const&) const>, n=2",
-			[]Arg{{"f", "0x401136 <Foo::operator<(Foo const&) const>"}, {"n", "2"}}},
-		{"x=a < b, y=2", []Arg{{"x", "a < b"}, {"y", "2"}}},
-		{"~r0=0, self=0xc000010000", []Arg{{"~r0", "0"}, {"self", "0xc000010000"}}},
-		{"this=0x7ffd1e2c, __m=...", []Arg{{"this", "0x7ffd1e2c"}, {"__m", "..."}}},
-		{"not an argument, x=1", []Arg{{"x", "1"}}},
+			[]Arg{NewArg("f", "0x401136 <Foo::operator<(Foo const&) const>"), NewArg("n", "2")}},
+		{"x=a < b, y=2", []Arg{NewArg("x", "a < b"), NewArg("y", "2")}},
+		{"~r0=0, self=0xc000010000", []Arg{NewArg("~r0", "0"), NewArg("self", "0xc000010000")}},
+		{"this=0x7ffd1e2c, __m=...", []Arg{NewArg("this", "0x7ffd1e2c"), NewArg("__m", "...")}},
+		{"not an argument, x=1", []Arg{NewArg("x", "1")}},
 	}
 	for _, tt := range tests {
 		if got := parseGDBArgList(tt.args); !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("%s\n got %q\nwant %q", tt.args, got, tt.want)
+			t.Errorf("%s\n got %+v\nwant %+v", tt.args, got, tt.want)
 		}
 	}
 	long := "v=" + strings.Repeat("x", 10000) + ", " + strings.Repeat("a=1, ", 100)
@@ -335,7 +335,7 @@ func TestParseGDBArgs(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := snap.Processes[0].Threads[0].Stack
-	if !snap.Evidence.Arguments || !reflect.DeepEqual(st[0].Args, []Arg{{"mutex", "0x5555555580a0 <server_lock>"}}) || st[1].Args != nil {
+	if !snap.Evidence.Arguments || !reflect.DeepEqual(st[0].Args, []Arg{NewArg("mutex", "0x5555555580a0 <server_lock>")}) || st[1].Args != nil {
 		t.Errorf("evidence %+v, frames %+v", snap.Evidence, st)
 	}
 	// A frame cut inside its argument list keeps none of them.

@@ -850,7 +850,7 @@ func splitGoArgs(s string, complete bool) []Arg {
 			break
 		}
 		if v := strings.TrimSpace(s[start:i]); v != "" {
-			args = append(args, Arg{Value: v})
+			args = append(args, NewArg("", v))
 		}
 		start = i + 1
 	}

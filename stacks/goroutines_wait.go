@@ -1,7 +1,6 @@
 package stacks
 
 import (
-	"strconv"
 	"strings"
 )
 
@@ -169,13 +168,9 @@ func goFirstWord(f Frame) (uint64, bool) {
 	if len(f.Args) == 0 || f.Inlined {
 		return 0, false
 	}
-	s := f.Args[0].Value
-	if !strings.HasPrefix(s, "0x") || strings.HasSuffix(s, "?") {
-		return 0, false
-	}
-	v, err := strconv.ParseUint(s[2:], 16, 64)
-	if err != nil || v < 4096 {
+	a := f.Args[0]
+	if !a.Exact || a.Addr < 4096 {
 		return 0, false // nil, or a small integer: not an address
 	}
-	return v, true
+	return a.Addr, true
 }

@@ -49,7 +49,7 @@ func fullSnapshot() *Snapshot {
 				Stack: []Frame{
 					{Func: "futex_wait", Module: "/lib/libc.so.6", Offset: 0x1234, PC: 0x7f0000001234, File: "futex.c", Line: 12, Inlined: true},
 					{Signal: true},
-					{Func: "take_lock", Args: []Arg{{Name: "m", Value: "0x5555 <lock>"}}, Samples: 3},
+					{Func: "take_lock", Args: []Arg{NewArg("m", "0x5555 <lock>")}, Samples: 3},
 				},
 				Wait: &Wait{Syscall: "futex", Nr: 202, Addr: 0x5555, Op: "FUTEX_WAIT_PRIVATE", Fd: 3, Wchan: "futex_wait_queue",
 					FdTarget: "pipe:[1]", Mutex: &Mutex{Addr: 0x5555, Lock: 2, Owner: 101, Kind: 0, Symbol: "lock"},

@@ -630,7 +630,7 @@ func splitArgs(s string) (args []Arg, isArgs bool) {
 			return false
 		}
 		if len(args) < maxArgs {
-			args = append(args, Arg{Name: name, Value: clipText(piece[eq+1:], maxArgValue)})
+			args = append(args, NewArg(name, clipText(piece[eq+1:], maxArgValue)))
 		}
 		return true
 	}

@@ -62,10 +62,10 @@ func TestParseLLDBMutexO2(t *testing.T) {
 	checkInlined(t, "dog", dog.Stack, true, false, true, false, false, false, false, false, false, false, false, false)
 	f1, f3, f4 := dog.Stack[1], dog.Stack[3], dog.Stack[4]
 	if f1.File != "lowlevellock.c" || f1.Line != 49 || f1.Module != "libc.so.6" || f1.PC != 0x00007f28eac8d115 ||
-		!reflect.DeepEqual(f1.Args, []Arg{{"futex", "0x000055926a28f100"}, {"private", "0"}}) {
+		!reflect.DeepEqual(f1.Args, []Arg{NewArg("futex", "0x000055926a28f100"), NewArg("private", "0")}) {
 		t.Errorf("#1 = %+v", f1)
 	}
-	if !reflect.DeepEqual(f3.Args, []Arg{{"mutex", "0x000055926a28f100"}}) {
+	if !reflect.DeepEqual(f3.Args, []Arg{NewArg("mutex", "0x000055926a28f100")}) {
 		t.Errorf("#3 args %+v: the mutex address is the evidence a dump carries", f3.Args)
 	}
 	if f4.Module != "mutex_o2" || f4.File != "" || f4.Line != 0 || f4.PC != 0x000055926a28c7c7 || f4.Args != nil {
@@ -76,7 +76,7 @@ func TestParseLLDBMutexO2(t *testing.T) {
 		t.Errorf("main: %q", got)
 	}
 	// args holding a backtick and " at ": "main=(mutex_o2`main)"
-	if a := main.Stack[4].Args; len(a) != 3 || a[0] != (Arg{"main", "(mutex_o2`main)"}) || main.Stack[4].File != "libc_start_call_main.h" {
+	if a := main.Stack[4].Args; len(a) != 3 || a[0] != NewArg("main", "(mutex_o2`main)") || main.Stack[4].File != "libc_start_call_main.h" {
 		t.Errorf("main #4 = %+v", main.Stack[4])
 	}
 }
@@ -100,7 +100,7 @@ func TestParseLLDBBacktraceAll(t *testing.T) {
 	if got := funcs(ab.Stack); len(got) != 8 || got[4] != "take_b_after_a" || got[5] != "transfer_ab" {
 		t.Errorf("transfer-ab %q", got)
 	}
-	if f := ab.Stack[4]; f.File != "abba.c" || f.Line != 32 || !reflect.DeepEqual(f.Args, []Arg{{"x", "1"}}) {
+	if f := ab.Stack[4]; f.File != "abba.c" || f.Line != 32 || !reflect.DeepEqual(f.Args, []Arg{NewArg("x", "1")}) {
 		t.Errorf("transfer-ab #4 %+v", f)
 	}
 	// "[artificial]" (a tail-call frame lldb made up) is a flag, not a name
@@ -158,7 +158,7 @@ func TestParseLLDBCxx(t *testing.T) {
 			t.Errorf("nested #%d %q: Inlined %v", i, nested.Stack[i].Func, nested.Stack[i].Inlined)
 		}
 	}
-	if f := nested.Stack[6]; !reflect.DeepEqual(f.Args, []Arg{{"__m", "0x00007fff571b0420"}, {"this", "<unavailable>"}}) ||
+	if f := nested.Stack[6]; !reflect.DeepEqual(f.Args, []Arg{NewArg("__m", "0x00007fff571b0420"), NewArg("this", "<unavailable>")}) ||
 		f.File != "std_mutex.h" || f.Line != 229 {
 		t.Errorf("nested #6 = %+v", f)
 	}
@@ -250,21 +250,21 @@ func TestParseLLDBFrames(t *testing.T) {
 			Frame{Func: "main", Module: "a.out", PC: 0x401136, File: "main.c", Line: 5}, false},
 		{"frame #0: 0x0000000000401136 a.out`f(s=\"a, b) at x.c:1\", c='(') at my file.c:7",
 			Frame{Func: "f", Module: "a.out", PC: 0x401136, File: "my file.c", Line: 7,
-				Args: []Arg{{"s", `"a, b) at x.c:1"`}, {"c", "'('"}}}, false},
+				Args: []Arg{NewArg("s", `"a, b) at x.c:1"`), NewArg("c", "'('")}}, false},
 		{"frame #0: 0x0000000000401136 a.out`main::$_0::operator()(this=0x00007ffd) const at m.cc:9:5",
 			Frame{Func: "main::$_0::operator()", Module: "a.out", PC: 0x401136, File: "m.cc", Line: 9,
-				Args: []Arg{{"this", "0x00007ffd"}}}, false},
+				Args: []Arg{NewArg("this", "0x00007ffd")}}, false},
 		{"frame #0: 0x0000000000401136 a.out`main::$_0::operator(this=0x00007ffd)() const at m.cc:9:5",
 			Frame{Func: "main::$_0::operator()", Module: "a.out", PC: 0x401136, File: "m.cc", Line: 9,
-				Args: []Arg{{"this", "0x00007ffd"}}}, false},
+				Args: []Arg{NewArg("this", "0x00007ffd")}}, false},
 		{"frame #0: 0x0000000000401136 a.out`(anonymous namespace)::helper(x=3) at a.cc:4:1",
 			Frame{Func: "(anonymous namespace)::helper", Module: "a.out", PC: 0x401136, File: "a.cc", Line: 4,
-				Args: []Arg{{"x", "3"}}}, false},
+				Args: []Arg{NewArg("x", "3")}}, false},
 		{"frame #0: 0x0000000000401136 a.out`ns::Foo<int>::bar(int) const + 4",
 			Frame{Func: "ns::Foo<int>::bar(int) const", Module: "a.out", PC: 0x401136}, false},
 		{"frame #0: 0x0000000000401136 a.out`f(int) [inlined] g(y=2) at g.h:3:1",
 			Frame{Func: "g", Module: "a.out", PC: 0x401136, File: "g.h", Line: 3, Inlined: true,
-				Args: []Arg{{"y", "2"}}}, false},
+				Args: []Arg{NewArg("y", "2")}}, false},
 		{"frame #0: 0x00007fff2043a0e6 libsystem_kernel.dylib`__psynch_mutexwait + 10",
 			Frame{Func: "__psynch_mutexwait", Module: "libsystem_kernel.dylib", PC: 0x7fff2043a0e6}, false},
 		{"frame #0: 0x00007fff204c6d7d libsystem_platform.dylib`_sigtramp + 29",
@@ -276,7 +276,7 @@ func TestParseLLDBFrames(t *testing.T) {
 		{"frame #0: 0x00007f00000", Frame{}, true},
 		{"frame #0: 0x00007f0000001000 a.out`f(x=1, y=", Frame{Func: "f", Module: "a.out", PC: 0x7f0000001000}, true},
 		{"frame #0: 0x00007f0000001000 a.out`f(x=1) at x.c:", Frame{Func: "f", Module: "a.out", PC: 0x7f0000001000, File: "x.c",
-			Args: []Arg{{"x", "1"}}}, true},
+			Args: []Arg{NewArg("x", "1")}}, true},
 	})
 }
 

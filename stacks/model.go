@@ -249,10 +249,26 @@ type Frame struct {
 	Samples int `json:"samples,omitempty"`
 }
 
-// Arg is one argument of a frame as a dump printed it.
+// Arg is one argument of a frame: its text as a dump or a runtime printed
+// it, and what that text names, read once by NewArg (the only way to make
+// one). The read fields are not in the JSON: a document is read back
+// through NewArg too.
 type Arg struct {
 	Name  string `json:"name"`
 	Value string `json:"value"`
+	// Addr is the address a value printed as one names ("0x5555… <lock>",
+	// Go's "0xc000…"); 0 when the value is not an address (or is null).
+	Addr uint64 `json:"-"`
+	// Symbol is the name printed for the value: the data symbol an
+	// address points into ("server_lock", "work_cond+40",
+	// "getHeap()::buf"), or an enumerator ("atfork_run_child").
+	Symbol string `json:"-"`
+	// Int is a value printed as a decimal integer ("expected=10221").
+	Int int64 `json:"-"`
+	// Exact is set when Addr or Int is the value the argument held; it
+	// is false for Go's "0x…?" (a register argument the runtime did not
+	// spill: maybe stale) and for values that are neither.
+	Exact bool `json:"-"`
 }
 
 // Name is the frame's function for a person, "??" when no symbol covers

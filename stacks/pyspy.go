@@ -261,7 +261,7 @@ func (p *pyParser) line(l textLine) bool {
 			if p.section == "Arguments" && len(p.th.Stack) > 0 {
 				f := &p.th.Stack[len(p.th.Stack)-1]
 				if len(f.Args) < maxPyArgs {
-					f.Args = append(f.Args, Arg{Name: m[1], Value: capValue(m[2])})
+					f.Args = append(f.Args, NewArg(m[1], capValue(m[2])))
 					p.anyArgs = true
 				}
 			}
@@ -582,7 +582,7 @@ func pySpyFromJSON(b []byte, lineBase int, readErr error, skipped ...Skipped) (*
 					if lv.Repr != nil {
 						v = capValue(*lv.Repr)
 					}
-					f.Args = append(f.Args, Arg{Name: lv.Name, Value: v})
+					f.Args = append(f.Args, NewArg(lv.Name, v))
 					snap.Evidence.Arguments = true
 				}
 			}

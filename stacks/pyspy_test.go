@@ -66,7 +66,7 @@ func TestParsePySpyNativeLocals(t *testing.T) {
 	if f1.Func != "" || f1.PC != 0x7f2e65a50cff || f1.Module != "libc.so.6" {
 		t.Errorf("#1 %+v: an unsymbolised native frame has a PC and no name", f1)
 	}
-	wantArgs := []Arg{{Name: "self", Value: "<Condition at 0x7f2e6587a5d0>"}, {Name: "timeout", Value: "None"}}
+	wantArgs := []Arg{NewArg("self", "<Condition at 0x7f2e6587a5d0>"), NewArg("timeout", "None")}
 	if f3.Func != "wait" || f3.Line != 320 || !reflect.DeepEqual(f3.Args, wantArgs) {
 		t.Errorf("#3 %+v: arguments kept, locals not", f3)
 	}

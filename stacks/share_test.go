@@ -88,7 +88,7 @@ func TestGDBHeaderReadersMatchTheirRegexps(t *testing.T) {
 func TestStackTableShares(t *testing.T) {
 	var tab stackTable
 	mk := func(fn string) []Frame {
-		return append(make([]Frame, 0, 8), Frame{Func: fn, Line: 3, Args: []Arg{{"m", "0x1"}}}, Frame{Func: "main"})
+		return append(make([]Frame, 0, 8), Frame{Func: fn, Line: 3, Args: []Arg{NewArg("m", "0x1")}}, Frame{Func: "main"})
 	}
 	a := tab.share(mk("lock"), false)
 	b := tab.share(mk("lock"), false)
@@ -104,7 +104,7 @@ func TestStackTableShares(t *testing.T) {
 		t.Error("append wrote into the shared stack")
 	}
 	withArg := mk("lock")
-	withArg[0].Args = []Arg{{"m", "0x2"}}
+	withArg[0].Args = []Arg{NewArg("m", "0x2")}
 	if e := tab.share(withArg, true); &e[0] == &a[0] {
 		t.Error("stacks that differ in an argument share")
 	}
@@ -130,7 +130,7 @@ func TestMemoParsesOnce(t *testing.T) {
 func TestStackTableArgsSpread(t *testing.T) {
 	var tab stackTable
 	for i := range 20000 {
-		st := []Frame{{Func: "runtime.gopark"}, {Func: "main.worker", Args: []Arg{{"ch", "0x" + strconv.Itoa(i)}}}}
+		st := []Frame{{Func: "runtime.gopark"}, {Func: "main.worker", Args: []Arg{NewArg("ch", "0x"+strconv.Itoa(i))}}}
 		tab.share(st, false)
 	}
 	most := 0

@@ -163,7 +163,7 @@ func (b *bare) args(f bareFrame) []stacks.Arg {
 	depth, start, slot := 0, true, uint8(0)
 	emit := func() {
 		if depth == 0 && cur.Len() > 0 {
-			out = append(out, stacks.Arg{Value: cur.String()})
+			out = append(out, stacks.NewArg("", cur.String()))
 			cur.Reset()
 		}
 	}

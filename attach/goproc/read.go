@@ -461,7 +461,7 @@ func (r *Reader) pointerArgs(g *proc.G, frames []proc.Stackframe, i int) (out []
 			continue
 		}
 		if p := v.Children[0].Addr; p != 0 {
-			out = append(out, stacks.Arg{Name: v.Name, Value: fmt.Sprintf("%#x", p)})
+			out = append(out, stacks.NewArg(v.Name, fmt.Sprintf("%#x", p)))
 		}
 	}
 	return out
