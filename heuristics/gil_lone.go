@@ -80,6 +80,19 @@ func matchLoneGIL(a *analysis, done map[*stacks.Process]bool) []Diagnosis {
 				"every other thread of a Python process needs the GIL to run: the lock's holder (most likely waiting in take_gil or PyEval_RestoreThread) cannot release it",
 			}
 			d.Evidence = append(d.Evidence, "the paste holds only this thread: the other threads' stacks (gdb `thread apply all bt`, or `py-spy dump --native`) would show the lock's holder waiting for the GIL")
+		} else if r := knownSelfRelock(a, ref); r != nil && waitsForGIL(t) {
+			// A binding's GIL guard with a known bug of taking the GIL on
+			// a thread that holds it: the holder nobody else shows is
+			// most likely the waiter.
+			d.ID = "self-deadlock"
+			d.Summary = fmt.Sprintf("%s waits for the GIL in %s, asked for by a binding's GIL guard known to take the GIL on a thread that already holds it: it most likely waits for itself",
+				threadLabel(t), gilSite(t))
+			d.Chain = []string{
+				fmt.Sprintf("%s waits to take the GIL in %s", threadLabel(t), gilSite(t)),
+				fmt.Sprintf("the request comes from a GIL guard whose known bug (`%s`) is to restore a thread state on a thread that holds the GIL", r.ID),
+				"take_gil then waits for the GIL's holder to drop it, and the holder is this thread; nothing else in the paste holds the GIL",
+			}
+			d.Evidence = append(d.Evidence, "the paste holds only this thread: if another thread held the GIL, its stack (gdb `thread apply all bt`, or `py-spy dump --native`, which marks the holder) would show it")
 		} else if waitsForGIL(t) {
 			d.Summary = fmt.Sprintf("%s waits for the GIL in %s and nothing in the paste runs: the GIL's holder does not drop it, most likely because it waits on a native lock held by a thread that needs the GIL",
 				threadLabel(t), gilSite(t))

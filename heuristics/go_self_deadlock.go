@@ -90,29 +90,41 @@ func goSelfDeadlocks(gp *goProc) []goSelf {
 }
 
 // goUnknownRLocks: a dump that names no lock object (an abridged paste,
-// a pprof profile without arguments) and shows one goroutine waiting
-// to write-lock an RWMutex, readers waiting to read-lock one, each for a
-// minute or more, and nothing running: most likely one RWMutex, read
-// locked again behind the waiting writer (low confidence).
+// a pprof profile without arguments, arguments printed as `0x2?`) and
+// shows one goroutine waiting to write-lock an RWMutex, readers waiting
+// to read-lock one, each for a minute or more, and nothing running: most
+// likely one RWMutex, read locked again behind the waiting writer (low
+// confidence). A paste that holds only such readers, no writer and
+// nothing else, is the lone reader of goSelfDeadlocks without its
+// address: a reader waits only behind a writer, which the paste left out.
 func goUnknownRLocks(gp *goProc) []goSelf {
 	var writers, readers []*gor
+	others := false
 	for _, g := range gp.user() {
 		switch {
 		case g.kind == goRunning:
 			return nil
 		case g.obj != 0:
+			others = true
 		case g.kind == stacks.GoWaitWLock:
 			writers = append(writers, g)
 		case g.kind == stacks.GoWaitRLock && g.g.WaitMinutes > 0:
 			readers = append(readers, g)
+		default:
+			others = true
 		}
 	}
-	if len(writers) != 1 || len(readers) == 0 {
+	if len(readers) == 0 || len(writers) > 1 {
 		return nil
 	}
 	var out []goSelf
 	for _, r := range readers {
-		out = append(out, goSelf{g: r, writer: writers[0]})
+		switch {
+		case len(writers) == 1:
+			out = append(out, goSelf{g: r, writer: writers[0]})
+		case !others:
+			out = append(out, goSelf{g: r, lone: true})
+		}
 	}
 	return out
 }
@@ -144,7 +156,7 @@ func goSelfDiagnosis(gp *goProc, s goSelf) Diagnosis {
 		d.Refs = []string{"https://pkg.go.dev/sync#RWMutex"}
 		d.Confidence = Low
 		d.Summary = fmt.Sprintf("most likely a recursive RLock behind a waiting writer: %s waits to read-lock "+
-			"sync.RWMutex %#x in %s, and no goroutine of the dump holds it for writing or runs", g.label(), g.obj, g.where())
+			"%s in %s, and no goroutine of the dump holds it for writing or runs", g.label(), objText("sync.RWMutex", g.obj), g.where())
 		d.Chain = append(d.Chain,
 			"a reader waits only while a writer holds the lock or waits for it; no goroutine of the dump waits "+
 				"to write-lock it, holds it as far as the frames show, or runs: the writer is not in the dump",

@@ -80,6 +80,9 @@ func TestBuiltinRulesMatchTheRealBugs(t *testing.T) {
 		{"grpc-fork", "fork-inherited-lock",
 			ruleSnap(true, nil, nil, "__lll_lock_wait", "pthread_mutex_lock", "gpr_mu_lock", "grpc_core::ExecCtx::Flush()", "main"),
 			ruleSnap(false, nil, nil, "__lll_lock_wait", "pthread_mutex_lock", "gpr_mu_lock", "grpc_core::ExecCtx::Flush()", "main"), ""},
+		{"pybind11-gil-scoped-acquire-held", "self-deadlock",
+			ruleSnap(false, nil, nil, "__psynch_cvwait", "_pthread_cond_wait", "take_gil", "PyEval_AcquireThread", "pybind11::gil_scoped_acquire::gil_scoped_acquire", "main"),
+			ruleSnap(false, nil, nil, "__psynch_cvwait", "_pthread_cond_wait", "take_gil", "PyEval_RestoreThread", "time_sleep", "main"), ""},
 	}
 	covered := map[string]bool{}
 	for _, c := range cases {

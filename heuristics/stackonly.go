@@ -327,17 +327,27 @@ func (a *analysis) forkedSelfRelock(p *stacks.Process) (loneWaiter, bool) {
 	if len(ws) != 1 {
 		return loneWaiter{}, false
 	}
+	if r := knownSelfRelock(a, ws[0]); r != nil {
+		return loneWaiter{ref: ws[0], id: "self-deadlock", conf: Medium, rule: r}, true
+	}
+	return loneWaiter{}, false
+}
+
+// knownSelfRelock is the known issue, if any, whose frames say the
+// thread re-takes a lock it holds: the upstream bug tells a waiter for
+// itself from a waiter for a holder the evidence does not show.
+func knownSelfRelock(a *analysis, ref ThreadRef) *Rule {
 	for i := range a.rules {
 		r := &a.rules[i]
 		if !slices.Contains(r.Base, "self-deadlock") {
 			continue
 		}
-		d := Diagnosis{ID: "self-deadlock", Pids: []int{p.Pid}, Tids: []int{ws[0].Thread.Tid}}
+		d := Diagnosis{ID: "self-deadlock", Pids: []int{ref.Proc.Pid}, Tids: []int{ref.Thread.Tid}}
 		if _, ok := r.match(a, &d); ok {
-			return loneWaiter{ref: ws[0], id: "self-deadlock", conf: Medium, rule: r}, true
+			return r
 		}
 	}
-	return loneWaiter{}, false
+	return nil
 }
 
 // reentryOnStack says how a lock waiter's own stack shows it already
