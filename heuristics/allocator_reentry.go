@@ -93,3 +93,40 @@ func allocatorReentry(t *stacks.Thread) string {
 	return fmt.Sprintf("the allocator is on the stack twice: `%s` (#%d) waits for the lock, called from `%s` (#%d), which the allocator itself called from `%s` (#%d) while it held the lock",
 		frameName(st[inner]), inner, frameName(st[out]), out, frameName(st[i]), i)
 }
+
+// allocatorInitWait says how the allocator lock a thread waits for is
+// the lock of the allocator's own initialisation, "" when nothing says
+// so: the lock's symbol, or a function of the few that asked for it, is
+// named for initialising (tcmalloc's init_cache_lock, jemalloc's
+// init_lock in malloc_init_hard). That lock is held only while the
+// allocator (or a thread's cache) starts up, so a thread that waits for
+// it with no other thread in sight most often re-entered the
+// initialisation itself: it allocated while initialising (a hook, a
+// stack trace, a lazy TLS setup). A fork in that window is rare.
+func allocatorInitWait(t *stacks.Thread) string {
+	if l, _, ok := waitArgLock(t); ok && initWord(l.Symbol) {
+		return fmt.Sprintf("the lock is `%s`, the allocator's initialisation lock", l.Symbol)
+	}
+	_, caller := waitOf(t)
+	for i := caller; i < min(caller+3, len(t.Stack)); i++ {
+		if allocatorFrame(t.Stack[i]) && initWord(frameName(t.Stack[i])) {
+			return fmt.Sprintf("`%s` (#%d), which asks for it, initialises the allocator", frameName(t.Stack[i]), i)
+		}
+	}
+	return ""
+}
+
+// initWord: a name with a word for initialising (init_lock, InitModule,
+// malloc_init_hard; not "initial" or "uninit").
+func initWord(name string) bool {
+	words := strings.FieldsFunc(name, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+	})
+	for _, w := range words {
+		l := strings.ToLower(w)
+		if l == "init" || l == "initialize" || l == "initialise" || strings.HasPrefix(w, "Init") && len(w) > 4 && w[4] >= 'A' && w[4] <= 'Z' {
+			return true
+		}
+	}
+	return false
+}

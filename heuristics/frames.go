@@ -52,6 +52,8 @@ func blockedIn(stack []stacks.Frame) (class waitClass, caller int, futex bool) {
 		case r != nil && (r.Role == stacks.RolePark || r.Role == stacks.RoleSyscall):
 			futex = true
 			continue
+		case r != nil && r.Role == stacks.RoleYield && class == notWaiting && i+1 < len(stack) && frameRole(stack[i+1]).IsLock():
+			continue // a spin lock's slow path gives the CPU away between tries: one sample of it is a lock wait
 		case r != nil && r.Role.IsLock() && r.AnyReleaser:
 			c = waitPyLock
 		case r != nil && r.Role.IsLock():
@@ -91,6 +93,9 @@ func waitOf(t *stacks.Thread) (class waitClass, caller int) {
 	class, caller, futex := blockedIn(t.Stack)
 	if class == notWaiting && !futex && t.Goroutine == nil {
 		class, caller = goLockInList(t.Stack)
+	}
+	if class == notWaiting && !futex && pyAcquireOnTop(t.Stack) {
+		class, caller = waitPyLock, 0
 	}
 	w := t.Wait
 	if class == notWaiting && !futex && (w == nil || w.Syscall == "") {
@@ -165,12 +170,26 @@ func isLoaderFrame(f stacks.Frame) bool {
 // _dl_*, dl_iterate_phdr, __tls_get_addr, _dl_catch_*): a thread there
 // holds, or waits for, the loader's lock.
 func inLoader(stack []stacks.Frame) bool {
-	for _, f := range stack {
-		if isLoaderFrame(f) {
+	for i := range stack {
+		if loaderFrameAt(stack, i) {
 			return true
 		}
 	}
 	return false
+}
+
+// loaderFrameAt: stack[i] is the loader's, by isLoaderFrame or as
+// ld.so's call_init (elf/dl-init.c) running a shared object's
+// constructors: a paste without modules names it only by its callee.
+func loaderFrameAt(stack []stacks.Frame, i int) bool {
+	return isLoaderFrame(stack[i]) || funcKey(stack[i]) == "call_init" && i > 0 && ctorFrame(stack[i-1])
+}
+
+// ctorFrame: a shared object's or program's static constructors, as
+// the C++ compiler and crt name them.
+func ctorFrame(f stacks.Frame) bool {
+	k := funcKey(f)
+	return strings.HasPrefix(k, "GLOBAL__sub_I_") || strings.HasPrefix(k, "static_initialization_and_destruction") || k == "do_global_ctors_aux"
 }
 
 // signalFrame returns the index of the innermost signal frame, -1 when

@@ -115,7 +115,7 @@ func detectLoaderWaits(a *analysis) []loaderWait {
 // loader (dlopen, dl_iterate_phdr, __tls_get_addr).
 func loaderEntry(stack []stacks.Frame) string {
 	for i := len(stack) - 1; i >= 0; i-- {
-		if isLoaderFrame(stack[i]) {
+		if loaderFrameAt(stack, i) {
 			return frameName(stack[i])
 		}
 	}

@@ -112,6 +112,27 @@ func pyLockAcquire(t *stacks.Thread) bool {
 	return false
 }
 
+// pyAcquireOnTop: a stack of Python frames alone (a traceback or a
+// faulthandler dump, which show neither the interpreter's frames nor the
+// lock's) whose innermost function takes a lock by its name (acquire,
+// _acquireLock, lock; not release or unlock): the thread waits in that
+// acquire, the C frames of the wait cut away by the format itself.
+func pyAcquireOnTop(st []stacks.Frame) bool {
+	if len(st) == 0 {
+		return false
+	}
+	for _, f := range st {
+		if !stacks.IsPythonFrame(f) {
+			return false
+		}
+	}
+	name := st[0].Func
+	if i := strings.LastIndexByte(name, '.'); i >= 0 {
+		name = name[i+1:]
+	}
+	return takesLocks(stacks.Frame{Func: name})
+}
+
 // pyLockUse tells what a Python lock wait is for by the innermost Python
 // frame (natively a Lock, an Event, a Condition and Thread.join are the
 // same semaphore wait): in threading's Thread.join, a join (waitJoin);

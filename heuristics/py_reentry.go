@@ -44,12 +44,32 @@ func pyReentry(t *stacks.Thread) string {
 	}
 	asker := t.Stack[inner]
 	for j := inner + 1; j < len(t.Stack); j++ {
-		if f := t.Stack[j]; stacks.IsPythonFrame(f) && f.Func == asker.Func && f.File == asker.File {
+		f := t.Stack[j]
+		if !stacks.IsPythonFrame(f) || f.File != asker.File {
+			continue
+		}
+		switch {
+		case f.Func == asker.Func:
 			return fmt.Sprintf("%s, which asks for the lock, is also further down the same stack (line %d): the thread re-entered it through %s while it held the lock",
 				pyLoc(asker), f.Line, pyThrough(t.Stack[inner+1:j]))
+		case asker.File != "" && pyReleaseOf(asker.Func, f.Func):
+			return fmt.Sprintf("%s, which asks for the lock, runs inside `%s` of the same file further down the same stack (line %d), the code that gives that lock back: the thread re-entered it through %s before the release was done, while it still held the lock",
+				pyLoc(asker), f.Func, f.Line, pyThrough(t.Stack[inner+1:j]))
 		}
 	}
 	return ""
+}
+
+// pyReleaseOf: rel is the function that gives back the lock acq takes,
+// by the names a module gives such a pair (acquire/release,
+// _acquireLock/_releaseLock, lock/unlock, __enter__/__exit__).
+func pyReleaseOf(acq, rel string) bool {
+	for _, p := range [][2]string{{"__enter__", "__exit__"}, {"acquire", "release"}, {"Acquire", "Release"}, {"lock", "unlock"}, {"Lock", "Unlock"}} {
+		if strings.Contains(acq, p[0]) && strings.Replace(acq, p[0], p[1], 1) == rel {
+			return true
+		}
+	}
+	return false
 }
 
 // pyReentryFix is the fix for a Python function re-entered while it

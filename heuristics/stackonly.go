@@ -216,6 +216,8 @@ func (a *analysis) loneWaiterOf(p *stacks.Process) (loneWaiter, bool) {
 		lw.allocator = fam
 		if why := allocatorReentry(t); why != "" {
 			lw.reentry, lw.conf = why, Medium
+		} else if why := allocatorInitWait(t); why != "" {
+			lw.reentry = why + ": it is held only while the allocator starts up, so the thread most likely allocated again while initialising and waits for itself"
 		} else if a.Snap.Evidence.Lineage && lw.others == "" {
 			lw.others = "the process's lineage was read: it is no forked child"
 		} else if lw.others == "" {

@@ -1,0 +1,138 @@
+package heuristics
+
+// Class rules of re-entry and loader hangs on stacks built here
+// (hand-written frames: the shape of each class with names of other
+// libraries than the corpus report it was found on), and where each rule
+// must stay silent.
+
+import (
+	"testing"
+
+	"github.com/hangdoc/hangdoc/stacks"
+)
+
+// pyStack is a thread of Python frames only, innermost first, as a
+// traceback or faulthandler prints them: "func file.py:line".
+func pyStack(frames ...stacks.Frame) *stacks.Thread {
+	t := &stacks.Thread{State: "S", Stack: frames}
+	t.Samples = []stacks.Sample{{State: "S", Stack: frames}}
+	return t
+}
+
+func pyf(fn, file string, line int) stacks.Frame {
+	return stacks.Frame{Func: fn, File: file, Line: line}
+}
+
+// top is the first diagnosis Diagnose gives, "" for none.
+func top(snap *stacks.Snapshot) (Diagnosis, bool) {
+	ds := Diagnose(snap, Options{}).Diagnoses
+	if len(ds) == 0 {
+		return Diagnosis{}, false
+	}
+	return ds[0], true
+}
+
+// A traceback whose innermost frame takes a lock (the format shows no C
+// frames under it) while a frame further out of the same module gives
+// that lock back: the release ran code (a weakref callback, a __del__)
+// that asks for the same lock before the release was done.
+func TestPyAcquireInsideItsRelease(t *testing.T) {
+	snap := pasted(proc(0, pyStack(
+		pyf("_lock_registry", "/app/registry.py", 40),
+		pyf("_on_collected", "/app/registry.py", 88),
+		pyf("__exit__", "/usr/lib/python3.11/threading.py", 270),
+		pyf("_unlock_registry", "/app/registry.py", 47),
+		pyf("main", "/app/main.py", 3),
+	)))
+	d, ok := top(snap)
+	if !ok || d.ID != "self-deadlock" {
+		t.Fatalf("top verdict %s %s, want self-deadlock", d.ID, d.Summary)
+	}
+	has(t, "chain", d.Chain[1], "_unlock_registry", "gives that lock back", "_on_collected")
+	if d.Confidence != Medium {
+		t.Errorf("confidence %s, want medium", d.Confidence)
+	}
+	// the same module's lock taken again elsewhere, not inside its release: no re-entry shown
+	other := pasted(proc(0, pyStack(
+		pyf("_lock_registry", "/app/registry.py", 40),
+		pyf("_on_collected", "/app/registry.py", 88),
+		pyf("_save_registry", "/app/registry.py", 60),
+		pyf("main", "/app/main.py", 3),
+	)))
+	if d, ok := top(other); ok && d.ID == "self-deadlock" && d.Confidence == Medium {
+		t.Errorf("no release on the stack, yet a medium self-deadlock: %s", d.Summary)
+	}
+	// a traceback whose innermost frame takes nothing is no lock wait
+	none(t, "self-deadlock", pasted(proc(0, pyStack(
+		pyf("read_chunk", "/app/io.py", 12),
+		pyf("_unlock_registry", "/app/registry.py", 47),
+	))))
+}
+
+// A thread waiting for a lock inside a shared object's constructors,
+// which ld.so's call_init runs (a paste without modules names it only
+// by its callee), is inside the loader: dlopen holds the loader lock
+// while constructors run, the lock's holder most likely waits for it.
+// The program's own constructors, run by libc at start-up, are not.
+func TestConstructorUnderCallInit(t *testing.T) {
+	ctor := func(below ...string) *stacks.Snapshot {
+		fs := append([]string{"__lll_lock_wait", "pthread_mutex_lock", "Registry::add", "_GLOBAL__sub_I_plugin.cc"}, below...)
+		return pasted(proc(0, thread(0, "", fs...)))
+	}
+	d, ok := top(ctor("call_init"))
+	if !ok || d.ID != "loader-lock" || d.Confidence != Low {
+		t.Fatalf("top verdict %s (%s) %s, want loader-lock, low", d.ID, d.Confidence, d.Summary)
+	}
+	has(t, "summary", d.Summary, "inside the dynamic loader", "call_init")
+	if d, ok := top(ctor("__libc_csu_init", "__libc_start_main", "_start")); ok && d.ID == "loader-lock" {
+		t.Errorf("the program's own start-up constructors: %s", d.Summary)
+	}
+	// call_init that runs no constructor is any program's function
+	if d, ok := top(pasted(proc(0, thread(0, "", "__lll_lock_wait", "pthread_mutex_lock", "Registry::add", "call_init", "main")))); ok && d.ID == "loader-lock" {
+		t.Errorf("an application's call_init: %s", d.Summary)
+	}
+}
+
+// A spin lock whose slow path yields the CPU (NetBSD's thr_yield,
+// sched_yield) caught in one sample waits for the lock; when the lock
+// guards the allocator's initialisation, the lone waiter most likely
+// re-entered that initialisation: a self-deadlock, not a forked child.
+func TestAllocatorInitLockYieldingSpin(t *testing.T) {
+	spin := func(lock string) *stacks.Snapshot {
+		th := thread(0, "", "__libc_thr_yield@plt", "base::internal::SpinLockDelay", "SpinLock::SlowLock", "SpinLock::Lock",
+			"tcmalloc::ThreadCache::CreateCacheIfNecessary", "tcmalloc::ThreadCache::GetCache", "tc_malloc", "strdup", "main")
+		th.Stack[2].Args = []stacks.Arg{stacks.NewArg("this", "0x7f0000001000 <"+lock+">")}
+		return pasted(proc(0, th))
+	}
+	d, ok := top(spin("tcmalloc::Static::cache_init_lock_"))
+	if !ok || d.ID != "self-deadlock" {
+		t.Fatalf("init lock: top verdict %s %s, want self-deadlock", d.ID, d.Summary)
+	}
+	has(t, "summary", d.Summary, "initialisation lock")
+	// another allocator lock: a lone waiter on it is most likely a forked child (the allocator rule)
+	d, ok = top(spin("tcmalloc::Static::pageheap_lock_"))
+	if !ok || d.ID != "fork-inherited-lock" {
+		t.Fatalf("page heap lock: top verdict %s %s, want fork-inherited-lock", d.ID, d.Summary)
+	}
+	// a yield called by the program's own loop is no lock wait
+	if d, ok := top(pasted(proc(0, thread(0, "", "sched_yield", "poll_queue", "worker", "start_thread")))); ok && d.Deadlock {
+		t.Errorf("a yielding loop: %s %s", d.ID, d.Summary)
+	}
+}
+
+func TestInitWord(t *testing.T) {
+	for name, want := range map[string]bool{
+		"tcmalloc::(anonymous namespace)::init_cache_lock": true,
+		"init_lock":                        true,
+		"TCMalloc_ThreadCache::InitModule": true,
+		"malloc_init_hard":                 true,
+		"initial_arena":                    false,
+		"uninit_lock":                      false,
+		"Initial":                          false,
+		"pageheap_lock_":                   false,
+	} {
+		if got := initWord(name); got != want {
+			t.Errorf("initWord(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
