@@ -221,13 +221,15 @@ func signalSplit(stack []stacks.Frame) (handlerEnd, below int, byName, ok bool) 
 		return i, i + 1, false, true
 	}
 	for i, f := range stack {
-		if frameRole(f) != stacks.RoleHandler {
+		if frameRole(f) != stacks.RoleHandler && !handlerSignature(f) {
 			continue
 		}
 		rest := stack[i+1:]
-		if len(rest) == 0 || isThreadStart(rest[0]) {
+		if len(rest) > 0 && isThreadStart(rest[0]) {
 			return 0, 0, false, false
 		}
+		// nothing below it: the paste was cut there (every stack ends in a
+		// thread start), the interrupted frames are unseen
 		return i + 1, i + 1, true, true
 	}
 	for i := len(stack) - 1; i >= 0; i-- {
@@ -241,6 +243,30 @@ func signalSplit(stack []stacks.Frame) (handlerEnd, below int, byName, ok bool) 
 		}
 	}
 	return 0, 0, false, false
+}
+
+// handlerSignature: a frame called as a signal handler is, by the
+// arguments a dump printed: a signal number first (sig=11, signo=6,
+// signum=…), alone (sa_handler) or with the siginfo and the context
+// (sa_sigaction): `bt_handler (sig=11, info=0x…, ctx=0x…)`. A handler's
+// name is anything; its signature is not.
+func handlerSignature(f stacks.Frame) bool {
+	if len(f.Args) != 1 && len(f.Args) != 3 {
+		return false
+	}
+	switch strings.ToLower(f.Args[0].Name) {
+	case "sig", "signo", "signum", "signr", "sig_num", "signal", "signal_number", "sign", "s":
+	default:
+		return false
+	}
+	if a := f.Args[0]; !a.Exact || a.Addr != 0 || a.Int < 1 || a.Int > 64 {
+		return false
+	}
+	if len(f.Args) == 1 {
+		return f.Args[0].Name != "s" && f.Args[0].Name != "signal" // a lone s= or signal= says too little
+	}
+	info, ctx := strings.ToLower(f.Args[1].Name), strings.ToLower(f.Args[2].Name)
+	return strings.Contains(info, "info") && (strings.Contains(ctx, "ctx") || strings.Contains(ctx, "context") || strings.HasPrefix(ctx, "uc") || ctx == "secret" || ctx == "data" || ctx == "arg" || ctx == "args" || ctx == "ptr" || ctx == "unused")
 }
 
 // crashReport: the frame that ends a handler's frames is a crash

@@ -136,3 +136,53 @@ func TestInitWord(t *testing.T) {
 		}
 	}
 }
+
+// A signal handler known by its signature alone (the signal number
+// first, the siginfo and the context after it: any name), where the
+// paste ends: a lone wait for malloc's lock under it is the handler's
+// re-entry, hedged, not a forked child's wait. Arguments of another
+// shape, or a thread start below, say no handler.
+func TestHandlerBySignatureAtTheCut(t *testing.T) {
+	waiter := func(handler string, args []stacks.Arg, below ...string) *stacks.Snapshot {
+		fs := append([]string{"__lll_lock_wait_private", "_int_malloc", "malloc", "strdup", "format_report", handler}, below...)
+		th := thread(0, "", fs...)
+		th.Stack[5].Args = args
+		return pasted(proc(0, th))
+	}
+	sigaction := []stacks.Arg{stacks.NewArg("signo", "11"), stacks.NewArg("siginfo", "0x7ffc1"), stacks.NewArg("uctx", "0x7ffc2")}
+	d, ok := top(waiter("on_fault", sigaction))
+	if !ok || d.ID != "signal-handler-reentry" || d.Confidence != Low {
+		t.Fatalf("top verdict %s (%s) %s, want signal-handler-reentry, low", d.ID, d.Confidence, d.Summary)
+	}
+	has(t, "summary", d.Summary, "inside signal handler `on_fault`", "interrupted frames are not in the paste")
+	if d, ok := top(waiter("on_fault", []stacks.Arg{stacks.NewArg("sig", "6")})); !ok || d.ID != "signal-handler-reentry" {
+		t.Errorf("sa_handler's one argument: top verdict %s %s", d.ID, d.Summary)
+	}
+	// not a handler's arguments: the allocator rule's forked child
+	if d, ok := top(waiter("on_fault", []stacks.Arg{stacks.NewArg("sig", "11"), stacks.NewArg("count", "2")})); !ok || d.ID != "fork-inherited-lock" {
+		t.Errorf("two arguments: top verdict %s %s, want fork-inherited-lock", d.ID, d.Summary)
+	}
+	// a function a signal-handling thread runs from its start is no handler
+	if d, ok := top(waiter("on_fault", sigaction, "start_thread", "clone")); ok && d.ID == "signal-handler-reentry" {
+		t.Errorf("a thread's own function: %s", d.Summary)
+	}
+}
+
+func TestHandlerSignature(t *testing.T) {
+	for _, c := range []struct {
+		args []stacks.Arg
+		want bool
+	}{
+		{[]stacks.Arg{stacks.NewArg("sig", "38"), stacks.NewArg("siginfo", "0x1"), stacks.NewArg("context", "0x2")}, true},
+		{[]stacks.Arg{stacks.NewArg("signum", "11")}, true},
+		{[]stacks.Arg{stacks.NewArg("sig", "6"), stacks.NewArg("sig_info", "<optimized out>"), stacks.NewArg("context", "<optimized out>")}, true},
+		{[]stacks.Arg{stacks.NewArg("sig", "0x7f00")}, false},
+		{[]stacks.Arg{stacks.NewArg("signal", "15")}, false},
+		{[]stacks.Arg{stacks.NewArg("sig", "11"), stacks.NewArg("mask", "0x1"), stacks.NewArg("flags", "0")}, false},
+		{nil, false},
+	} {
+		if got := handlerSignature(stacks.Frame{Func: "f", Args: c.args}); got != c.want {
+			t.Errorf("handlerSignature(%v) = %v, want %v", c.args, got, c.want)
+		}
+	}
+}

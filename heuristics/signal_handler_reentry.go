@@ -259,8 +259,17 @@ func signalSplitText(r reentry) string {
 			r.sig-1, frameName(r.waiter.Thread.Stack[r.sig-1]), r.family)
 	}
 	if r.byName {
-		return fmt.Sprintf("no `<signal handler called>` frame in the paste (Markdown drops that line, leaving an empty frame): `%s` is a signal handler by its name, so frames #0–#%d ran in the handler and those from #%d were interrupted",
-			frameName(r.waiter.Thread.Stack[r.sig-1]), r.sig-1, r.below)
+		h := r.waiter.Thread.Stack[r.sig-1]
+		by := "its name"
+		if handlerSignature(h) {
+			by = fmt.Sprintf("its arguments (%s=%s first: a handler's signal number)", h.Args[0].Name, h.Args[0].Value)
+		}
+		if r.below >= len(r.waiter.Thread.Stack) {
+			return fmt.Sprintf("no `<signal handler called>` frame in the paste, which ends at #%d: `%s` is a signal handler by %s, so frames #0–#%d ran in the handler and the interrupted ones are below the cut",
+				r.sig-1, frameName(h), by, r.sig-1)
+		}
+		return fmt.Sprintf("no `<signal handler called>` frame in the paste (Markdown drops that line, leaving an empty frame): `%s` is a signal handler by %s, so frames #0–#%d ran in the handler and those from #%d were interrupted",
+			frameName(h), by, r.sig-1, r.below)
 	}
 	return fmt.Sprintf("signal frame at #%d: handler frames #0–#%d, interrupted frames from #%d", r.sig, r.sig-1, r.below)
 }
