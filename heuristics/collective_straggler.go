@@ -335,7 +335,7 @@ func stragglerDiagnosis(a *analysis, ranks, waiting, stragglers []rankView) Diag
 		if w.lead == nil {
 			continue
 		}
-		k := sampleStackKey(w.lead.Stack, false)
+		k := stacks.StackKey(w.lead.Stack, stacks.PlaceKey)
 		if seen[k] {
 			continue
 		}

@@ -76,7 +76,7 @@ func factsOf(t *stacks.Thread) threadFacts {
 			f.nonEmpty++ // one sample: nothing to compare it with
 			continue
 		}
-		k, ke := sampleStackKey(s.Stack, false), sampleStackKey(s.Stack, true)
+		k, ke := stacks.StackKey(s.Stack, stacks.PlaceKey), stacks.StackKey(s.Stack, stacks.ExactKey)
 		if f.nonEmpty == 0 {
 			first, firstExact = k, ke
 		} else {
@@ -105,38 +105,6 @@ func factsOf(t *stacks.Thread) threadFacts {
 		f.kind, f.call = k, call // a goroutine's status says it better than frames without libc
 	}
 	return f
-}
-
-// sampleStackKey is a stack's identity: function names where there are any,
-// module and offset (or PC) for unnamed frames. With exact, program
-// counters count too. The innermost frame of a loop moves between
-// samples, so without exact an unnamed innermost frame counts only by
-// its module.
-func sampleStackKey(st []stacks.Frame, exact bool) string {
-	var b strings.Builder
-	for i, f := range st {
-		if i > 0 {
-			b.WriteByte('|')
-		}
-		switch {
-		case exact:
-			fmt.Fprintf(&b, "%s@%x", f.Func, f.PC)
-			if f.PC == 0 {
-				fmt.Fprintf(&b, "%s+%x", f.Module, f.Offset)
-			}
-		case f.Func != "":
-			b.WriteString(f.Func)
-		case f.Signal:
-			b.WriteString("<signal>")
-		case i == 0:
-			b.WriteString(f.Module)
-		case f.Module != "":
-			fmt.Fprintf(&b, "%s+%x", f.Module, f.Offset)
-		default:
-			fmt.Fprintf(&b, "%x", f.PC)
-		}
-	}
-	return b.String()
 }
 
 // Callers that turn a select or poll without fds into a sleep.

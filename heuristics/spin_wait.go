@@ -232,7 +232,7 @@ func sameSpinStack(f threadFacts) bool {
 		for len(st) > 0 && yieldFrames.MatchString(stacks.CallName(st[0].Func)) {
 			st = st[1:]
 		}
-		k := sampleStackKey(st, false)
+		k := stacks.StackKey(st, stacks.PlaceKey)
 		if n > 0 && k != key {
 			return false
 		}

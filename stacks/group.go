@@ -2,7 +2,6 @@ package stacks
 
 import (
 	"sort"
-	"strconv"
 	"strings"
 )
 
@@ -45,11 +44,11 @@ func GroupThreads(threads []*Thread) []Group {
 	for _, t := range threads {
 		var k string
 		if len(t.Stack) == 0 {
-			k = stackKey(t.Stack)
+			k = StackKey(t.Stack, GroupKey)
 		} else if s := (slice{&t.Stack[0], len(t.Stack)}); keys[s] != "" {
 			k = keys[s]
 		} else {
-			k = stackKey(t.Stack)
+			k = StackKey(t.Stack, GroupKey)
 			keys[s] = k
 		}
 		i, ok := index[k]
@@ -70,26 +69,4 @@ func GroupThreads(threads []*Thread) []Group {
 		return groups[i].Threads[0].Tid < groups[j].Threads[0].Tid
 	})
 	return groups
-}
-
-func stackKey(st []Frame) string {
-	var b strings.Builder
-	for _, f := range st {
-		b.WriteString(f.Module)
-		b.WriteByte('!')
-		if f.Func != "" {
-			b.WriteString(f.Func)
-		} else {
-			b.WriteString(strconv.FormatUint(f.Offset, 16))
-		}
-		if f.Line != 0 {
-			b.WriteByte(':')
-			b.WriteString(strconv.Itoa(f.Line))
-		}
-		if f.Signal {
-			b.WriteString("<signal>")
-		}
-		b.WriteByte('\n')
-	}
-	return b.String()
 }
