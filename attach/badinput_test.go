@@ -3,7 +3,6 @@ package attach_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -66,15 +65,8 @@ func kernelThread() int {
 		if err != nil {
 			continue
 		}
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			continue
-		}
-		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-		if len(f) > 6 {
-			if flags, err := strconv.ParseUint(f[6], 10, 64); err == nil && flags&0x00200000 != 0 {
-				return pid
-			}
+		if st, err := patient.ReadStat(pid); err == nil && st.Flags&patient.PFKthread != 0 {
+			return pid
 		}
 	}
 	return 0

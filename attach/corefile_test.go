@@ -137,26 +137,13 @@ func killChildAtEnd(t *testing.T, p *patient.Proc, child int) {
 	t.Cleanup(func() {
 		p.Kill(t)
 		for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-			if st := coreProcState(child); st == "" || st == "Z" || st == "X" {
+			if st := patient.State(child); st == "" || st == "Z" || st == "X" {
 				return
 			}
 		}
 		t.Errorf("forked child %d still alive after its process group was killed", child)
 		_ = syscall.Kill(child, syscall.SIGKILL)
 	})
-}
-
-func coreProcState(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return ""
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 || i+2 >= len(s) {
-		return ""
-	}
-	return s[i+2 : i+3]
 }
 
 // checkCoreSnapshot checks what every core snapshot of process pid says

@@ -216,9 +216,7 @@ func killChildAtEnd(t *testing.T, p *patient.Proc, child int) {
 	t.Cleanup(func() {
 		p.Kill(t)
 		for end := time.Now().Add(5 * time.Second); ; {
-			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", child))
-			s := string(b)
-			if i := strings.LastIndexByte(s, ')'); err != nil || i < 0 || i+2 >= len(s) || s[i+2] == 'Z' || s[i+2] == 'X' {
+			if s := patient.State(child); s == "" || s == "Z" || s == "X" {
 				return
 			}
 			if time.Now().After(end) {

@@ -105,18 +105,13 @@ func startOnTerminal(t *testing.T, slave *os.File, argv ...string) (*exec.Cmd, <
 // behind (a patient that outlived a test that failed in the middle was
 // seen running 45 minutes later).
 func killSession(sid int) {
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, f := range stats {
-		b, err := os.ReadFile(f)
-		i := bytes.LastIndexByte(b, ')')
-		if err != nil || i < 0 {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
 			continue
 		}
-		// After the command's name: state, ppid, pgrp, session.
-		fields := strings.Fields(string(b[i+1:]))
-		var pid int
-		fmt.Sscan(strings.TrimSuffix(strings.TrimPrefix(f, "/proc/"), "/stat"), &pid)
-		if len(fields) > 3 && fields[3] == strconv.Itoa(sid) && pid > 0 {
+		if st, err := patient.ReadStat(pid); err == nil && st.Session == sid {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}

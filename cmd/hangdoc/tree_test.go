@@ -129,7 +129,7 @@ func TestAttachTreeLeavesOutZombies(t *testing.T) {
 	end := time.Now().Add(5 * time.Second)
 	for zombie == 0 && time.Now().Before(end) {
 		for _, c := range treeChildren(p.Pid) {
-			if st, err := treeState(c); err == nil && st == "Z" {
+			if patient.State(c) == "Z" {
 				zombie = c
 			}
 		}
@@ -170,19 +170,6 @@ func treeChildren(pid int) []int {
 		}
 	}
 	return out
-}
-
-func treeState(pid int) (string, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return "", err
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 || i+2 >= len(s) {
-		return "", errors.New("no state")
-	}
-	return s[i+2 : i+3], nil
 }
 
 // TestAttachTreeGraph: the dot and mermaid graphs of the tree_pipe

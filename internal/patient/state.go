@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -34,23 +35,58 @@ func Tasks(pid int) (map[int]string, error) {
 		if err != nil {
 			continue // the thread exited meanwhile
 		}
-		st, err := statState(b)
+		st, err := parseStat(b)
 		if err != nil {
 			return nil, fmt.Errorf("%s/%d/stat: %v", dir, tid, err)
 		}
-		out[tid] = st
+		out[tid] = st.State
 	}
 	return out, nil
 }
 
-// statState reads the state letter from a /proc stat line; the command
-// name before it is in parentheses and may hold spaces and parentheses.
-func statState(b []byte) (string, error) {
+// Stat is what tests read of a process's /proc/PID/stat, the fields
+// after the command name.
+type Stat struct {
+	State   string // R, S, D, T, t, Z, …
+	Ppid    int
+	Pgrp    int
+	Session int
+	Flags   uint64 // the kernel's PF_* flags (PF_KTHREAD: a kernel thread)
+}
+
+// PFKthread is the flag of a kernel thread in Stat.Flags.
+const PFKthread = 0x00200000
+
+// ReadStat reads process (or thread) pid's /proc/PID/stat: the one
+// reader of it for tests.
+func ReadStat(pid int) (Stat, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return Stat{}, err
+	}
+	return parseStat(b)
+}
+
+// parseStat reads a /proc stat line. The command name before the fields
+// is in parentheses and may hold spaces and parentheses: the fields
+// start after the last ')'.
+func parseStat(b []byte) (Stat, error) {
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 || i+2 >= len(b) {
-		return "", errors.New("no state field")
+		return Stat{}, errors.New("no state field")
 	}
-	return string(b[i+2 : i+3]), nil
+	// state ppid pgrp session tty_nr tpgid flags
+	f := strings.Fields(string(b[i+1:]))
+	st := Stat{State: string(b[i+2 : i+3])}
+	num := func(k int) uint64 {
+		if k >= len(f) {
+			return 0
+		}
+		n, _ := strconv.ParseUint(f[k], 10, 64)
+		return n
+	}
+	st.Ppid, st.Pgrp, st.Session, st.Flags = int(num(1)), int(num(2)), int(num(3)), num(6)
+	return st, nil
 }
 
 // Settle waits up to timeout until every thread of the patient sleeps in
@@ -92,7 +128,7 @@ func allAsleep(pid int) bool {
 		b, err := os.ReadFile(filepath.Join(dir, e.Name(), "syscall"))
 		if errors.Is(err, os.ErrPermission) {
 			st, serr := os.ReadFile(filepath.Join(dir, e.Name(), "stat"))
-			if state, perr := statState(st); serr != nil || perr != nil || (state != "S" && state != "D") {
+			if s, perr := parseStat(st); serr != nil || perr != nil || (s.State != "S" && s.State != "D") {
 				return false
 			}
 			continue
@@ -109,10 +145,6 @@ func allAsleep(pid int) bool {
 
 // State is process pid's state letter (R, S, T, Z, …), "" when it is gone.
 func State(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return ""
-	}
-	st, _ := statState(b)
-	return st
+	st, _ := ReadStat(pid)
+	return st.State
 }
