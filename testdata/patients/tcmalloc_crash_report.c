@@ -21,9 +21,7 @@
  * Expected verdict: signal-handler-reentry naming the grower, also when
  * the paste is cut below print_stacktrace (the handler's name lost).
  */
-#include "tcmalloc_grower.h"
-
-#include <signal.h>
+#include "tcmalloc_grower_signal.h"
 
 static _Atomic int in_report;
 
@@ -42,20 +40,8 @@ static PATIENT_NOINLINE void on_fatal(int sig)
 	in_report = 3; /* after the call: no tail call, on_fatal keeps its frame */
 }
 
-/* A fatal signal lands while tcmalloc holds pageheap_lock. */
-static PATIENT_NOINLINE void grow_hook(size_t size)
-{
-	(void)size;
-	raise(SIGUSR1);
-}
-
 int main(void)
 {
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_fatal;
-	if (sigaction(SIGUSR1, &sa, NULL) != 0)
-		patient_die("sigaction");
-	grower_run(&in_report);
+	grower_signal_run(on_fatal, &in_report);
 	return 0;
 }

@@ -21,9 +21,7 @@
  * … ← malloc ← grower_main ← start_thread.
  * Expected verdict: signal-handler-reentry naming the grower.
  */
-#include "tcmalloc_grower.h"
-
-#include <signal.h>
+#include "tcmalloc_grower_signal.h"
 
 static _Atomic int in_handler;
 
@@ -34,20 +32,8 @@ static PATIENT_NOINLINE void on_sigusr1(int sig)
 	in_handler = 2;
 }
 
-/* The signal lands while tcmalloc holds pageheap_lock. */
-static PATIENT_NOINLINE void grow_hook(size_t size)
-{
-	(void)size;
-	raise(SIGUSR1);
-}
-
 int main(void)
 {
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_sigusr1;
-	if (sigaction(SIGUSR1, &sa, NULL) != 0)
-		patient_die("sigaction");
-	grower_run(&in_handler);
+	grower_signal_run(on_sigusr1, &in_handler);
 	return 0;
 }
