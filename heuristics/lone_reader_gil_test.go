@@ -102,3 +102,24 @@ example.com/store.(*Store).reload(0xc0005b2db0)
 		}
 	}
 }
+
+// Two real `thread N` + `bt` sessions of one lock waiter each: istgt#197
+// (gdb's thread 14, a connection worker) and wlroots#1857 (thread 1, the
+// compositor's main thread). Nothing on either stack shows the waiter
+// holding its lock. Thread 14 is one of at least 14 threads the paste
+// does not show, so the holder is most likely one of them (a lock-order
+// cycle, low); of thread 1 nothing says the process has another, and the
+// self-deadlock reading stays.
+func TestLoneWaiterNumberedByGDB(t *testing.T) {
+	d := topOf(t, corpusDump(t, "gdb-istgt-197-trans-mutex-wait-lu-task-mutex"), "")
+	if d.ID != "lock-order-cycle" || d.Confidence != Low {
+		t.Fatalf("thread 14: got %s (%s), want lock-order-cycle (low): %s", d.ID, d.Confidence, dump([]Diagnosis{d}))
+	}
+	has(t, "chain", strings.Join(d.Chain, "\n"), "after thread 1", "the paste does not show")
+	sameInts(t, "tids", d.Tids, 2268)
+
+	d = topOf(t, corpusDump(t, "gdb-wlroots-1857-egl-mutex-same-thread"), "")
+	if d.ID != "self-deadlock" {
+		t.Errorf("thread 1: got %s (%s), want self-deadlock: %s", d.ID, d.Confidence, dump([]Diagnosis{d}))
+	}
+}

@@ -259,7 +259,22 @@ func holderElsewhere(a *analysis, p *stacks.Process, t *stacks.Thread, partial b
 	if partial && spawnedThread(t) {
 		return "the thread was started by the process (its stack begins in a thread start), so the process has other threads, which the paste does not show; nothing on this stack shows it holding the lock"
 	}
+	if why := otherThreadsShown(a, p, t); partial && why != "" && !mainThreadStack(t) {
+		return why + ", which the paste does not show; nothing on this stack shows it holding the lock"
+	}
 	return ""
+}
+
+// mainThreadStack: the stack goes down to the program's main (or libc's
+// call of it): it is the main thread's, whatever number it carries.
+func mainThreadStack(t *stacks.Thread) bool {
+	for _, f := range t.Stack {
+		switch funcKey(f) {
+		case "main", "libc_start_main", "libc_start_call_main":
+			return true
+		}
+	}
+	return false
 }
 
 // otherThreadsShown says how the dump shows a process with threads other

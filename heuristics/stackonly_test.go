@@ -163,13 +163,22 @@ func TestForkChildPythonFrames(t *testing.T) {
 
 // A pasted `thread apply all bt` whose one thread is the main one lists
 // every thread; one whose one thread is not may be a single `bt`: its
-// verdict says so and what would settle it.
+// verdict says so and what would settle it. A thread known not to be
+// the main one (its tid is not the pid) is one of several: with nothing
+// on its stack showing it holding the lock, the holder is most likely
+// another thread, as for a thread whose stack begins in a thread start.
 func TestLoneWaiterNeedsTheMainThread(t *testing.T) {
 	d := one(t, "self-deadlock", pasted(proc(700, thread(700, "main", mutexFrames("update", "main")...))))
 	has(t, "summary", d.Summary, "it most likely holds it already", "or its holder exited")
 	has(t, "chain", d.Chain[1], "the only thread of process 700")
+	worker := pasted(proc(700, thread(701, "worker", mutexFrames("update")...)))
+	d = one(t, "lock-order-cycle", worker)
+	has(t, "chain", d.Chain[1], "is not the main thread of process 700")
+	if d.Confidence != Low {
+		t.Errorf("worker's bt: confidence %s, want low", d.Confidence)
+	}
+	none(t, "self-deadlock", worker)
 	for _, snap := range []*stacks.Snapshot{
-		pasted(proc(700, thread(701, "worker", mutexFrames("update")...))),
 		pasted(proc(0, thread(0, "", mutexFrames("update", "main")...))),
 	} {
 		d := one(t, "self-deadlock", snap)

@@ -387,6 +387,28 @@ Thread 4 (Thread 0x7f0000000800 (LWP 1240
 	}
 }
 
+// A `thread N` + `bt` session names the thread in gdb's "[Switching to
+// thread N (…)]": thread 1 is the main thread, whose LWP is the pid, as
+// with a "Thread 1 (…)" header; any other number leaves the pid unknown.
+func TestParseGDBSwitchingToThreadNumber(t *testing.T) {
+	session := func(no string) string {
+		return "(gdb) thread " + no + "\n[Switching to thread " + no + " (Thread 0x7f904e3fe700 (LWP 2268))]\n" +
+			"#0  __lll_lock_wait () at ../sysdeps/unix/sysv/linux/x86_64/lowlevellock.S:135\n(gdb) bt\n" +
+			"#0  __lll_lock_wait () at ../sysdeps/unix/sysv/linux/x86_64/lowlevellock.S:135\n" +
+			"#1  0x00007f905120adbd in __GI___pthread_mutex_lock (mutex=0x7f90503a14e0) at ../nptl/pthread_mutex_lock.c:80\n"
+	}
+	for no, pid := range map[string]int{"1": 2268, "14": 0} {
+		snap, _, err := ParseGDB(strings.NewReader(session(no)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := snap.Processes[0]
+		if p.Pid != pid || len(p.Threads) != 1 || p.Threads[0].Tid != 2268 {
+			t.Errorf("thread %s: pid %d, %d threads, want pid %d and thread 2268", no, p.Pid, len(p.Threads), pid)
+		}
+	}
+}
+
 func TestParseGDBErrors(t *testing.T) {
 	checkParseErrors(t, ParseGDB, []errorCase{
 		{"", "empty input: no gdb backtrace"},
