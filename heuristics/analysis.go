@@ -271,6 +271,9 @@ func (a *analysis) findStuckLockWaiters(p *stacks.Process) []ThreadRef {
 		if toolClaimName(t.Name) {
 			return nil // a detector's report: where locks were taken, not threads blocked now
 		}
+		if topCut(t) {
+			continue // a fragment whose top the paste cut: its wait is not in it
+		}
 		class, caller := a.wait(t)
 		// A Python lock is the lock behind Event and Condition too: a lock
 		// only in a forked child, where nobody can release it, when the

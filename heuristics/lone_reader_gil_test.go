@@ -2,6 +2,7 @@ package heuristics
 
 import (
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -121,5 +122,39 @@ func TestLoneWaiterNumberedByGDB(t *testing.T) {
 	d = topOf(t, corpusDump(t, "gdb-wlroots-1857-egl-mutex-same-thread"), "")
 	if d.ID != "self-deadlock" {
 		t.Errorf("thread 1: got %s (%s), want self-deadlock: %s", d.ID, d.Confidence, dump([]Diagnosis{d}))
+	}
+}
+
+// A real excerpt (RawTherapee#4576) that starts inside one thread's stack
+// (its frames #0-#8 cut) and holds thread 1338 waiting for the GDK lock.
+// The fragment's wait is not in the paste, so it neither runs nor
+// waits as far as the paste shows: 1338 is the one thread whose wait is
+// there, and the fragment says the process has others: lock-order-cycle
+// (low). Without the fragment's top cut (hand-made: its first frame
+// renumbered #0, a thread in a sigc functor, running as far as a paste
+// can say), the paste has a thread that is not waiting, and no lone
+// waiter verdict is given.
+func TestLoneWaiterBesideAFragment(t *testing.T) {
+	text := corpusDump(t, "gdb-rawtherapee-4576-gdk-mutex-vs-updater-mutex-annotated")
+	d := topOf(t, text, "")
+	if d.ID != "lock-order-cycle" || d.Confidence != Low {
+		t.Fatalf("got %s (%s), want lock-order-cycle (low): %s", d.ID, d.Confidence, dump([]Diagnosis{d}))
+	}
+	has(t, "chain", strings.Join(d.Chain, "\n"), "innermost frames it cut")
+	sameInts(t, "tids", d.Tids, 9319)
+
+	whole := strings.Replace(text, "#9  0x0000555555e3f4e2", "#0  0x0000555555e3f4e2", 1)
+	for _, n := range []string{"10", "11", "12", "13", "14", "15"} {
+		m, _ := strconv.Atoi(n)
+		whole = strings.Replace(whole, "#"+n+" 0x", "#"+strconv.Itoa(m-9)+"  0x", 1)
+	}
+	snap, _, _, err := stacks.Parse(strings.NewReader(whole), "gdb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range Diagnose(snap, Options{}).Diagnoses {
+		if d.ID == "lock-order-cycle" || d.ID == "self-deadlock" {
+			t.Errorf("a thread not waiting is in the paste: got %s", dump([]Diagnosis{d}))
+		}
 	}
 }

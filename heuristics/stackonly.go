@@ -152,7 +152,9 @@ func (a *analysis) loneWaiterOf(p *stacks.Process) (loneWaiter, bool) {
 	// would settle it beats none.
 	partial := !a.allThreads(p) && !fork.ok
 	ws := a.stuckLockWaiters(p)
-	if len(ws) != 1 || partial && threadCount(p) != 1 {
+	if len(ws) == 1 && threadCount(p) != 1 && onlyOneTop(p, ws[0].Thread) && !fork.ok {
+		partial = true // the others are fragments: this is the one thread whose wait the paste holds
+	} else if len(ws) != 1 || partial && threadCount(p) != 1 {
 		return loneWaiter{}, false
 	}
 	lw := loneWaiter{ref: ws[0], id: "self-deadlock", conf: Low, fork: fork, partial: partial}
@@ -256,6 +258,9 @@ func holderElsewhere(a *analysis, p *stacks.Process, t *stacks.Thread, partial b
 	if f, ok := recursiveLockFrame(a, t); ok {
 		return fmt.Sprintf("`%s` takes a recursive lock: a thread that holds it takes it again without waiting, so the thread waits for another thread's hold", frameName(f))
 	}
+	if onlyOneTop(p, t) && threadCount(p) != 1 {
+		return "the paste also holds part of another thread's stack, whose innermost frames it cut: the process has other threads, and nothing on this stack shows it holding the lock"
+	}
 	if partial && spawnedThread(t) {
 		return "the thread was started by the process (its stack begins in a thread start), so the process has other threads, which the paste does not show; nothing on this stack shows it holding the lock"
 	}
@@ -263,6 +268,28 @@ func holderElsewhere(a *analysis, p *stacks.Process, t *stacks.Thread, partial b
 		return why + ", which the paste does not show; nothing on this stack shows it holding the lock"
 	}
 	return ""
+}
+
+// topCut: the paste cut a thread's innermost frames (it starts at frame
+// #N > 0): what the thread waits on, or whether it runs, is not in it.
+func topCut(t *stacks.Thread) bool {
+	for _, n := range t.Notes {
+		if strings.HasPrefix(n, "frame #0 not in the dump") || strings.HasPrefix(n, "frames #0–") {
+			return true
+		}
+	}
+	return false
+}
+
+// onlyOneTop: t is the only thread of the process whose innermost frames
+// the paste holds; the others are stack fragments whose tops it cut.
+func onlyOneTop(p *stacks.Process, t *stacks.Thread) bool {
+	for _, o := range p.Threads {
+		if o != t && !sameThread(o, t) && !topCut(o) {
+			return false
+		}
+	}
+	return true
 }
 
 // mainThreadStack: the stack goes down to the program's main (or libc's
