@@ -74,10 +74,10 @@ func ParseCrashReport(r io.Reader) (*Snapshot, []Skipped, error) {
 		snap = &Snapshot{Schema: Schema, Source: "crash-report", Samples: 1, Processes: []*Process{p.proc}}
 	}
 	snap, err := readResult(snap, readErr, func() error {
-		return nothingRead(p.track.firstText, p.track.skipped, "empty input: no crash report",
+		return nothingRead(p.track.firstText, p.track.skipped.list, "empty input: no crash report",
 			`not a crash report: no thread ("Thread 0 Crashed:", "Thread 1:") with frames ("0   libsystem_kernel.dylib   0x… __psynch_mutexwait + 8")`)
 	})
-	return snap, p.track.skipped, err
+	return snap, p.track.skipped.list, err
 }
 
 type crParser struct {

@@ -83,10 +83,10 @@ func ParseDelve(r io.Reader) (*Snapshot, []Skipped, error) {
 		snap.Evidence.Arguments = p.anyArgs
 	}
 	snap, err := readResult(snap, readErr, func() error {
-		return nothingRead(p.track.firstText, p.track.skipped, "empty input: no delve output",
+		return nothingRead(p.track.firstText, p.track.skipped.list, "empty input: no delve output",
 			`not delve output: no goroutine ("Goroutine 1 - User: …") or frame ("0  0x… in main.main" over "at file.go:12")`)
 	})
-	return snap, p.track.skipped, err
+	return snap, p.track.skipped.list, err
 }
 
 type dlvParser struct {

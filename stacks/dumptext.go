@@ -44,6 +44,16 @@ func (s *skipList) add(no int, why string) {
 // close ends the open range: a non-blank line was understood.
 func (s *skipList) close() { s.open = false }
 
+// addAfter is add for a reader that knows prev, the non-blank line before
+// line no, instead of closing the range at every line it understands:
+// the open range grows only when it ends at prev.
+func (s *skipList) addAfter(no, prev int, why string) {
+	if n := len(s.list); n == 0 || s.list[n-1].To < prev {
+		s.open = false
+	}
+	s.add(no, why)
+}
+
 // isFence says whether a line opens or closes a Markdown code fence.
 func isFence(t string) bool {
 	return strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~")
@@ -130,8 +140,7 @@ func (pn *procNotes) add(pr *Process, n string) {
 // have read: the first non-blank one, the last two, and the ranges they
 // skipped. A range grows over blank lines only.
 type lineTrack struct {
-	skipped   []Skipped
-	lastSkp   int // index+1 in skipped of the range that may still grow, 0 when none
+	skipped   skipList
 	prevNo    int // the last non-blank line before the current one
 	lastNo    int // the last non-blank line
 	firstText int
@@ -151,17 +160,7 @@ func (k *lineTrack) next(l textLine) bool {
 }
 
 // skip records that line no was not understood.
-func (k *lineTrack) skip(no int, why string) {
-	if k.lastSkp > 0 {
-		s := &k.skipped[k.lastSkp-1]
-		if s.Why == why && s.To == k.prevNo {
-			s.To = no
-			return
-		}
-	}
-	k.skipped = append(k.skipped, Skipped{From: no, To: no, Why: why})
-	k.lastSkp = len(k.skipped)
-}
+func (k *lineTrack) skip(no int, why string) { k.skipped.addAfter(no, k.prevNo, why) }
 
 // framePC reads the address ("0x…") that starts a frame's text and
 // returns what follows it; ok is false when it does not parse, cut true

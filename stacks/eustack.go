@@ -41,7 +41,7 @@ func ParseEUStack(r io.Reader) (*Snapshot, []Skipped, error) {
 	p := &euParser{}
 	readErr := scanTextLines(r, p.line)
 	snap, err := readResult(p.finish(), readErr, p.emptyError)
-	return snap, p.skipped, err
+	return snap, p.skipped.list, err
 }
 
 type euProc struct {
@@ -114,7 +114,7 @@ func (p *euParser) meta(l textLine) bool {
 			p.inMap = strings.HasSuffix(m[2], "module memory map")
 			p.module = nil
 			p.cur, p.frame = nil, nil
-			p.lastSkp = 0
+			p.skipped.close()
 			return true
 		}
 	}
@@ -127,7 +127,7 @@ func (p *euParser) meta(l textLine) bool {
 			p.thread(tid, true)
 			p.inMap = false
 			p.frame = nil
-			p.lastSkp = 0
+			p.skipped.close()
 			return true
 		}
 	}
@@ -245,7 +245,7 @@ func (p *euParser) frameLine(l textLine) bool {
 	p.frame = &et.t.Stack[len(et.t.Stack)-1]
 	p.fIndent = l.indent
 	p.inMap = false
-	p.lastSkp = 0
+	p.skipped.close()
 	return true
 }
 
@@ -439,6 +439,6 @@ func (p *euParser) finish() *Snapshot {
 }
 
 func (p *euParser) emptyError() error {
-	return nothingRead(p.firstText, p.skipped, "empty input: no eu-stack output",
+	return nothingRead(p.firstText, p.skipped.list, "empty input: no eu-stack output",
 		`not eu-stack output: no thread ("TID 1234:") or frame ("#0  0x…")`)
 }

@@ -183,9 +183,9 @@ func ParseFrames(r io.Reader) (*Snapshot, []Skipped, error) {
 		p.proc.Notes = append(p.proc.Notes, "read as a plain list of frames: no thread ids, states or lock addresses; a tool's own dump (gdb `thread apply all bt`, `kill -QUIT` for Go, `py-spy dump --native`, jstack) says more")
 	}
 	snap, err := readResult(snap, readErr, func() error {
-		return nothingRead(p.track.firstText, p.track.skipped, "no frames in the input", "no frames found")
+		return nothingRead(p.track.firstText, p.track.skipped.list, "no frames in the input", "no frames found")
 	})
-	return snap, p.track.skipped, err
+	return snap, p.track.skipped.list, err
 }
 
 type flParser struct {

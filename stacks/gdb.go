@@ -44,7 +44,7 @@ func ParseGDB(r io.Reader) (*Snapshot, []Skipped, error) {
 		snap.Evidence.Arguments = hasArgs(p.proc)
 	}
 	snap, err := readResult(snap, readErr, p.emptyError)
-	return snap, p.skipped, err
+	return snap, p.skipped.list, err
 }
 
 // hasArgs says whether any frame of the process carries arguments.
@@ -85,7 +85,7 @@ type gdbParser struct {
 	proc    *Process
 	threads []*gdbThread
 	cur     *gdbThread
-	skipped []Skipped
+	skipped skipList
 	anyAddr bool                  // some frame shows an address: inlined frames can be told
 	frames  memo[gdbFrame]        // frame texts parsed so far (share.go)
 	rows    map[string]*gdbThread // `info threads` rows by gdb's thread number
@@ -96,10 +96,9 @@ type gdbParser struct {
 	scratchBusy bool
 	stacks      stackTable
 
-	ctxTid  int    // from "[Switching to thread …]" / "[Current thread is …]"
-	ctxNo   string // gdb's number of that thread
-	lastSkp int    // index+1 in skipped of the range still open, 0 when none
-	notes   map[string]bool
+	ctxTid int    // from "[Switching to thread …]" / "[Current thread is …]"
+	ctxNo  string // gdb's number of that thread
+	notes  map[string]bool
 
 	firstText int // first non-blank line, for the error
 	// lastText and prevText are the numbers of the last non-blank line
@@ -465,23 +464,9 @@ func (p *gdbParser) isLocal(l textLine) bool {
 	return true
 }
 
-func (p *gdbParser) skip(no int, why string) {
-	if p.lastSkp > 0 {
-		s := &p.skipped[p.lastSkp-1]
-		if s.Why == why && p.onlyBlankBetween(s.To, no) {
-			s.To = no
-			return
-		}
-	}
-	p.skipped = append(p.skipped, Skipped{From: no, To: no, Why: why})
-	p.lastSkp = len(p.skipped)
-}
-
-// onlyBlankBetween says whether the lines after from and before to, the
-// current item's first line, are all blank.
-func (p *gdbParser) onlyBlankBetween(from, to int) bool {
-	return p.prevText <= from
-}
+// skip records that line no was not understood; the range grows over
+// blank lines only.
+func (p *gdbParser) skip(no int, why string) { p.skipped.addAfter(no, p.prevText, why) }
 
 func (p *gdbParser) header(l textLine, m []string) {
 	gt := &gdbThread{t: &Thread{}, header: true, lastNo: -1}
@@ -491,7 +476,8 @@ func (p *gdbParser) header(l textLine, m []string) {
 		if row := p.tableRow(gt.gdbNo, gt.t.Tid); row != nil {
 			// the backtrace of a thread `info threads` listed: its frames
 			// replace the row's one
-			p.ctxTid, p.ctxNo, p.lastSkp = 0, "", 0
+			p.ctxTid, p.ctxNo = 0, ""
+			p.skipped.close()
 			p.seal(p.cur)
 			p.cur = p.fromRow(row)
 			p.cur.header = true
@@ -511,7 +497,7 @@ func (p *gdbParser) header(l textLine, m []string) {
 		gt.t.Notes = append(gt.t.Notes, fmt.Sprintf("line %d: thread header cut", l.no))
 	}
 	p.ctxTid, p.ctxNo = 0, ""
-	p.lastSkp = 0
+	p.skipped.close()
 	p.seal(p.cur)
 	p.threads = append(p.threads, gt)
 	p.cur = gt
@@ -558,7 +544,7 @@ func (p *gdbParser) infoThreads(i int, l textLine) (int, bool) {
 	if t[0] == '*' {
 		p.curRow = gt
 	}
-	p.lastSkp = 0
+	p.skipped.close()
 	return last, true
 }
 
@@ -711,7 +697,7 @@ func (p *gdbParser) frame(l textLine, numStr, body string, cut bool) {
 	}
 	gt.t.Stack = append(gt.t.Stack, f)
 	gt.hasAddr = append(gt.hasAddr, hasAddr)
-	p.lastSkp = 0
+	p.skipped.close()
 }
 
 // implicitThread starts a thread that has no header (`bt`, or frames
@@ -862,7 +848,7 @@ func markInlined(gt *gdbThread) {
 }
 
 func (p *gdbParser) emptyError() error {
-	return nothingRead(p.firstText, p.skipped, "empty input: no gdb backtrace",
+	return nothingRead(p.firstText, p.skipped.list, "empty input: no gdb backtrace",
 		`not a gdb backtrace: no frame ("#0  …") or thread header ("Thread 2 (…):")`)
 }
 

@@ -54,7 +54,7 @@ func ParseGoroutines(r io.Reader) (*Snapshot, []Skipped, error) {
 		snap.Evidence.Arguments = p.anyArgs
 	}
 	snap, err := readResult(snap, readErr, p.emptyError)
-	return snap, p.skipped, err
+	return snap, p.skipped.list, err
 }
 
 // goPending is a line waiting for the location line under it.
@@ -91,8 +91,7 @@ type goParser struct {
 	sepLine      int  // the line of the last "-----": a signal line right after it continues the dump
 	debug1       bool // a pprof debug=1 profile was seen
 
-	skipped   []Skipped
-	lastSkp   int // index+1 in skipped of the range still open, 0 when none
+	skipped   skipList
 	lastText  int // number of the last non-blank line
 	prevText  int // number of the non-blank line before it
 	firstText int
@@ -373,7 +372,7 @@ func (p *goParser) header(l textLine) bool {
 	}
 	p.setCur(nil, false)
 	p.ancestor, p.panicText = false, false
-	p.lastSkp = 0
+	p.skipped.close()
 	if p.proc == nil {
 		p.startProcess()
 	}
@@ -675,19 +674,11 @@ func (p *goParser) skip(no int, why string) {
 	if no == p.lastText {
 		before = p.prevText
 	}
-	if p.lastSkp > 0 {
-		s := &p.skipped[p.lastSkp-1]
-		if s.Why == why && s.To == before {
-			s.To = no
-			return
-		}
-	}
-	p.skipped = append(p.skipped, Skipped{From: no, To: no, Why: why})
-	p.lastSkp = len(p.skipped)
+	p.skipped.addAfter(no, before, why)
 }
 
 func (p *goParser) emptyError() error {
-	return nothingRead(p.firstText, p.skipped, "empty input: no goroutine dump",
+	return nothingRead(p.firstText, p.skipped.list, "empty input: no goroutine dump",
 		`not a Go goroutine dump: no goroutine header ("goroutine 1 [running]:")`)
 }
 

@@ -64,10 +64,10 @@ func ParseIPS(r io.Reader) (*Snapshot, []Skipped, error) {
 		snap = &Snapshot{Schema: Schema, Source: "ips", Samples: 1, Processes: []*Process{p.proc}}
 	}
 	snap, err := readResult(snap, readErr, func() error {
-		return nothingRead(p.track.firstText, p.track.skipped, "empty input: no .ips report",
+		return nothingRead(p.track.firstText, p.track.skipped.list, "empty input: no .ips report",
 			`not an .ips report: no thread ({"id":…,"frames":[…]}) or frame ({"imageOffset":…,"imageIndex":…}) object`)
 	})
-	return snap, p.track.skipped, err
+	return snap, p.track.skipped.list, err
 }
 
 type ipsParser struct {

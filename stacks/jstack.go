@@ -93,9 +93,9 @@ func ParseJstack(r io.Reader) (*Snapshot, []Skipped, error) {
 		snap.Evidence.Owners = true
 	}
 	snap, err := readResult(snap, readErr, func() error {
-		return nothingRead(p.track.firstText, p.track.skipped, "no Java thread dump in the input", "no Java thread found")
+		return nothingRead(p.track.firstText, p.track.skipped.list, "no Java thread dump in the input", "no Java thread found")
 	})
-	return snap, p.track.skipped, err
+	return snap, p.track.skipped.list, err
 }
 
 type jParser struct {

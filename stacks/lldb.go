@@ -45,7 +45,7 @@ func ParseLLDB(r io.Reader) (*Snapshot, []Skipped, error) {
 	p := &lldbParser{}
 	readErr := scanTextLines(r, p.line)
 	snap, err := readResult(p.finish(), readErr, p.emptyError)
-	return snap, p.skipped, err
+	return snap, p.skipped.list, err
 }
 
 type lldbProc struct {
@@ -260,7 +260,7 @@ func (p *lldbParser) header(l textLine, t string) bool {
 		lt.t.Name = name
 	}
 	p.cur = lt
-	p.lastSkp = 0
+	p.skipped.close()
 
 	if listed {
 		// `thread list`: the stop location is frame #0
@@ -326,7 +326,7 @@ func (p *lldbParser) frameLine(l textLine, t string) bool {
 	}
 	lt.lastNo = num
 	p.addFrame(l, lt, num, body)
-	p.lastSkp = 0
+	p.skipped.close()
 	return true
 }
 
@@ -748,6 +748,6 @@ func markLLDBInlined(lt *lldbThread) {
 }
 
 func (p *lldbParser) emptyError() error {
-	return nothingRead(p.firstText, p.skipped, "empty input: no lldb backtrace",
+	return nothingRead(p.firstText, p.skipped.list, "empty input: no lldb backtrace",
 		`not an lldb backtrace: no frame ("frame #0: 0x…") or thread header ("thread #1, …")`)
 }

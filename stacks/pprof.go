@@ -63,9 +63,9 @@ func ParsePprofGoroutine(r io.Reader) (*Snapshot, []Skipped, error) {
 		snap = &Snapshot{Schema: Schema, Source: "pprof-goroutine", Samples: 1, Processes: []*Process{pr}}
 	}
 	snap, err := readResult(snap, readErr, func() error {
-		return nothingRead(p.track.firstText, p.track.skipped, "no goroutine profile in the input", "no goroutine profile record found")
+		return nothingRead(p.track.firstText, p.track.skipped.list, "no goroutine profile in the input", "no goroutine profile record found")
 	})
-	return snap, p.track.skipped, err
+	return snap, p.track.skipped.list, err
 }
 
 type ppParser struct {

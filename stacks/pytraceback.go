@@ -64,9 +64,9 @@ func ParsePyTraceback(r io.Reader) (*Snapshot, []Skipped, error) {
 		}
 	}
 	snap, err := readResult(snap, readErr, func() error {
-		return nothingRead(p.track.firstText, p.track.skipped, "no traceback in the input", "no Python traceback found")
+		return nothingRead(p.track.firstText, p.track.skipped.list, "no traceback in the input", "no Python traceback found")
 	})
-	return snap, p.track.skipped, err
+	return snap, p.track.skipped.list, err
 }
 
 type pyTBParser struct {
@@ -112,7 +112,7 @@ func (p *pyTBParser) line(l textLine) {
 		}
 		p.cur.Stack = append(p.cur.Stack, f)
 		p.srcNext, p.frameIndent = true, l.indent
-		p.track.lastSkp = 0
+		p.track.skipped.close()
 		return
 	}
 	if p.srcNext && l.indent > p.frameIndent {
