@@ -53,30 +53,11 @@ func FuncBase(name string) string {
 	}
 	// "Foo::operator()" without parameters keeps its parentheses.
 	if strings.HasSuffix(s, ")") && !strings.HasSuffix(s, "operator()") {
-		if i := openParen(s); i > 0 {
+		if i := matchOpenParen(s, false); i > 0 {
 			s = strings.TrimRight(s[:i], " ")
 		}
 	}
 	return strings.TrimSpace(s[nameStart(s):])
-}
-
-// openParen returns the index of the '(' that matches the ')' ending s,
-// or -1. Unlike matchOpenParen it skips no quoted text: it reads symbol
-// names, not gdb's argument values.
-func openParen(s string) int {
-	depth := 0
-	for i := len(s) - 1; i >= 0; i-- {
-		switch s[i] {
-		case ')':
-			depth++
-		case '(':
-			depth--
-			if depth == 0 {
-				return i
-			}
-		}
-	}
-	return -1
 }
 
 // operatorTokens are the symbolic C++ operator names, longest first, so

@@ -211,7 +211,7 @@ func lastParenGroup(s string) (int, string) {
 	if !strings.HasSuffix(s, ")") {
 		return -1, ""
 	}
-	i := openParen(s)
+	i := matchOpenParen(s, false)
 	if i < 0 {
 		return -1, ""
 	}

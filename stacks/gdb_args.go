@@ -3,52 +3,8 @@ package stacks
 import "strings"
 
 // The lexer of a gdb frame's argument list, `f (a=0x… <sym>, s="…",
-// v=...)`: brackets, quotes and C++ operator names matched, arguments
-// split and named (ParseGDB's frames; parenDepth also tells the gdb
-// reader when a location was wrapped).
-
-// parenDepth counts parentheses left open in s, outside quotes.
-func parenDepth(s string) int {
-	depth := 0
-	var q quoteState
-	for i := 0; i < len(s); i++ {
-		if q.skip(s, &i) {
-			continue
-		}
-		switch s[i] {
-		case '(':
-			depth++
-		case ')':
-			depth--
-		}
-	}
-	return depth
-}
-
-// quoteState follows the strings and char literals of gdb's text, read
-// left to right.
-type quoteState struct{ quote byte }
-
-// skip says whether s[*i] is quoted text, or a quote opening or closing
-// it, moving *i past an escaped character.
-func (q *quoteState) skip(s string, i *int) bool {
-	c := s[*i]
-	switch {
-	case q.quote != 0:
-		if c == '\\' {
-			*i++
-		} else if c == q.quote {
-			q.quote = 0
-		}
-	case c == '"':
-		q.quote = c
-	case c == '\'' && *i+2 < len(s) && (s[*i+2] == '\'' || s[*i+1] == '\\'):
-		q.quote = c // a char literal: '(' or '\''
-	default:
-		return false
-	}
-	return true
-}
+// v=...)`: C++ operator names matched, arguments split and named
+// (ParseGDB's frames). Brackets and quotes are brackets.go's.
 
 // splitGDBArgs splits "name (args)" into name and the text of the
 // argument list; complete is false when the argument list does not close
@@ -56,7 +12,7 @@ func (q *quoteState) skip(s string, i *int) bool {
 // may be cut inside its value.
 func splitGDBArgs(body string) (name, args string, complete bool) {
 	if strings.HasSuffix(body, ")") {
-		if i := matchOpenParen(body); i > 0 && body[i-1] == ' ' {
+		if i := matchOpenParen(body, true); i > 0 && body[i-1] == ' ' {
 			return strings.TrimSpace(body[:i]), body[i+1 : len(body)-1], true
 		}
 	}
@@ -193,52 +149,4 @@ func skipOperator(s string, i int) int {
 
 func isIdentByte(c byte) bool {
 	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-}
-
-// matchOpenParen returns the index of the '(' that matches the ')' ending
-// s, skipping quoted strings and char literals; -1 when there is none.
-func matchOpenParen(s string) int {
-	depth := 0
-	var quote byte
-	for i := len(s) - 1; i >= 0; i-- {
-		c := s[i]
-		if quote != 0 {
-			if c == quote && !escaped(s, i) {
-				quote = 0
-			}
-			continue
-		}
-		switch c {
-		case '"':
-			if !escaped(s, i) {
-				quote = c
-			}
-		case '\'':
-			// only a char literal: 'x' or '\n'-like, seen from its end
-			if i >= 2 && (s[i-2] == '\'' || i >= 3 && s[i-3] == '\'' && s[i-2] == '\\') && !escaped(s, i) {
-				if s[i-2] == '\'' {
-					i -= 2
-				} else {
-					i -= 3
-				}
-			}
-		case ')':
-			depth++
-		case '(':
-			depth--
-			if depth == 0 {
-				return i
-			}
-		}
-	}
-	return -1
-}
-
-// escaped says whether s[i] is preceded by an odd number of backslashes.
-func escaped(s string, i int) bool {
-	n := 0
-	for j := i - 1; j >= 0 && s[j] == '\\'; j-- {
-		n++
-	}
-	return n%2 == 1
 }

@@ -568,48 +568,6 @@ func lldbArgsParen(s string) int {
 	return open
 }
 
-// closeParen returns the index of the ')' that closes the '(' at s[open],
-// skipping quoted strings and char literals; -1 when it does not close.
-func closeParen(s string, open int) int {
-	depth := 0
-	for i := open; i < len(s); i++ {
-		switch s[i] {
-		case '"', '\'':
-			i = lldbSkipQuoted(s, i)
-		case '(':
-			depth++
-		case ')':
-			depth--
-			if depth == 0 {
-				return i
-			}
-		}
-	}
-	return -1
-}
-
-// lldbSkipQuoted returns the index of the last byte of the string or
-// char literal ('x', '\n') that starts at s[i], or i when none does. It
-// is not gdb's quoteState: a quote that opens no char literal is a
-// character, not the start of one.
-func lldbSkipQuoted(s string, i int) int {
-	switch s[i] {
-	case '"':
-		for i++; i < len(s) && s[i] != '"'; i++ {
-			if s[i] == '\\' {
-				i++
-			}
-		}
-	case '\'':
-		if i+2 < len(s) && s[i+2] == '\'' && s[i+1] != '\\' {
-			i += 2
-		} else if i+3 < len(s) && s[i+1] == '\\' && s[i+3] == '\'' {
-			i += 3
-		}
-	}
-	return i
-}
-
 // splitArgs splits "a=1, b=(x`y), c=\"s, t\"" into arguments; isArgs is
 // false when a piece is not name=value (parameter types, not arguments).
 // An empty list is not an argument list.
@@ -619,6 +577,7 @@ func splitArgs(s string) (args []Arg, isArgs bool) {
 	}
 	depth := 0
 	start := 0
+	var q quoteState
 	add := func(piece string) bool {
 		piece = strings.TrimSpace(piece)
 		eq := strings.IndexByte(piece, '=')
@@ -635,9 +594,10 @@ func splitArgs(s string) (args []Arg, isArgs bool) {
 		return true
 	}
 	for i := 0; i < len(s); i++ {
+		if q.skip(s, &i) {
+			continue
+		}
 		switch s[i] {
-		case '"', '\'':
-			i = lldbSkipQuoted(s, i)
 		case '(', '[', '{':
 			depth++
 		case ')', ']', '}':
