@@ -18,17 +18,57 @@ import "github.com/hangdoc/hangdoc/stacks"
 type threadFact struct {
 	class   waitClass
 	caller  int
-	nonlock *threadFacts // computed on first use
+	nonlock *sampleFacts // computed on first use
 }
 
-// fact returns t's facts, computing them the first time.
+// factKey is what a thread's facts depend on when its dump gave one
+// observation and no kernel wait (a pasted dump): its stack, by the
+// identity of the []Frame the parser shares among equal stacks
+// (stacks/share.go), its state, and a goroutine's status. Threads with
+// equal keys share one threadFact: 2,000 workers parked at one place
+// are read once, not 2,000 times.
+type factKey struct {
+	stack  *stacks.Frame
+	n      int
+	state  string
+	gor    bool
+	status string
+}
+
+// sharedKey returns t's factKey; false when its facts are its own
+// (samples or a kernel wait were read).
+func sharedKey(t *stacks.Thread) (factKey, bool) {
+	if len(t.Samples) > 0 || t.Wait != nil || len(t.Stack) == 0 {
+		return factKey{}, false
+	}
+	k := factKey{stack: &t.Stack[0], n: len(t.Stack), state: t.State}
+	if g := t.Goroutine; g != nil {
+		k.gor, k.status = true, g.Status
+	}
+	return k, true
+}
+
+// fact returns t's facts, computing them the first time (once for all
+// the threads that share its key).
 func (a *analysis) fact(t *stacks.Thread) *threadFact {
-	if f := a.facts[t]; f != nil {
+	key, shared := sharedKey(t)
+	if shared {
+		if f := a.shared[key]; f != nil {
+			return f
+		}
+	} else if f := a.facts[t]; f != nil {
 		return f
 	}
 	class, caller := waitOf(t)
 	f := &threadFact{class: class, caller: caller}
-	a.facts[t] = f
+	if shared {
+		if a.shared == nil {
+			a.shared = map[factKey]*threadFact{}
+		}
+		a.shared[key] = f
+	} else {
+		a.facts[t] = f
+	}
 	return f
 }
 
@@ -38,14 +78,14 @@ func (a *analysis) wait(t *stacks.Thread) (waitClass, int) {
 	return f.class, f.caller
 }
 
-// samplesOf is factsOf(t), once per snapshot.
+// samplesOf is factsOf(t), once per snapshot (once per key, for
+// threads that share one).
 func (a *analysis) samplesOf(t *stacks.Thread) threadFacts {
 	f := a.fact(t)
 	if f.nonlock == nil {
-		nf := factsOf(t)
-		f.nonlock = &nf
+		f.nonlock = factsOf(t).sampleFacts
 	}
-	return *f.nonlock
+	return threadFacts{t: t, sampleFacts: f.nonlock}
 }
 
 // result returns a detector's findings, running it the first time: a

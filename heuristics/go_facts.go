@@ -9,6 +9,7 @@ package heuristics
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -57,15 +58,22 @@ type gor struct {
 
 // goProc is a process whose threads are goroutines.
 type goProc struct {
-	p    *stacks.Process
-	all  []*gor
-	byID map[int]*gor
+	p     *stacks.Process
+	all   []*gor
+	byID  map[int]*gor
+	users []*gor // user's answer
 }
 
 // goProcs returns the processes of the snapshot whose threads are
-// goroutines (a goroutine dump, a live read of a Go process).
+// goroutines (a goroutine dump, a live read of a Go process), built
+// once per snapshot: every Go signature reads them.
 func goProcs(a *analysis) []*goProc {
+	return result(a, "goProcs", buildGoProcs)
+}
+
+func buildGoProcs(a *analysis) []*goProc {
 	var out []*goProc
+	memo := map[gorKey]gorFacts{}
 	for _, p := range a.Snap.Processes {
 		var gp *goProc
 		for _, t := range p.Threads {
@@ -75,7 +83,7 @@ func goProcs(a *analysis) []*goProc {
 			if gp == nil {
 				gp = &goProc{p: p, byID: map[int]*gor{}}
 			}
-			g := newGor(p, t)
+			g := newGorMemo(p, t, memo)
 			gp.all = append(gp.all, g)
 			if t.Tid != 0 {
 				gp.byID[t.Tid] = g
@@ -86,6 +94,37 @@ func goProcs(a *analysis) []*goProc {
 		}
 	}
 	return out
+}
+
+// gorKey is what a gor's wait, kind and system flag depend on: the
+// stack (by the identity of the []Frame a parser shares among equal
+// stacks), the status, the go statement's function, a missing id.
+type gorKey struct {
+	stack   *stacks.Frame
+	n       int
+	status  string
+	creator string
+	noID    bool
+}
+
+type gorFacts struct {
+	wait   stacks.GoWait
+	kind   string
+	system bool
+}
+
+// newGorMemo is newGor, reading the stack once for goroutines alike.
+func newGorMemo(p *stacks.Process, t *stacks.Thread, memo map[gorKey]gorFacts) *gor {
+	if len(t.Stack) == 0 {
+		return newGor(p, t)
+	}
+	k := gorKey{&t.Stack[0], len(t.Stack), t.Goroutine.Status, t.Goroutine.CreatedBy.Func, t.Tid == 0}
+	if f, ok := memo[k]; ok {
+		return &gor{ref: ThreadRef{Proc: p, Thread: t}, t: t, g: t.Goroutine, obj: t.Goroutine.Object, wait: f.wait, kind: f.kind, system: f.system}
+	}
+	g := newGor(p, t)
+	memo[k] = gorFacts{g.wait, g.kind, g.system}
+	return g
 }
 
 func newGor(p *stacks.Process, t *stacks.Thread) *gor {
@@ -128,15 +167,19 @@ func isSystemGoroutine(t *stacks.Thread) bool {
 	return !user && len(t.Stack) > 0
 }
 
-// user returns the goroutines that are not the runtime's.
+// user returns the goroutines that are not the runtime's, listed once
+// per snapshot (the Go signatures ask many times); nobody writes to it.
 func (gp *goProc) user() []*gor {
-	var out []*gor
-	for _, g := range gp.all {
-		if !g.system {
-			out = append(out, g)
+	if gp.users == nil {
+		gp.users = []*gor{}
+		for _, g := range gp.all {
+			if !g.system {
+				gp.users = append(gp.users, g)
+			}
 		}
+		gp.users = slices.Clip(gp.users)
 	}
-	return out
+	return gp.users
 }
 
 // blockedForever: parked on something only another goroutine can end (a

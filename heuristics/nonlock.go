@@ -28,9 +28,16 @@ const (
 	wkOther                   // blocked in some other system call
 )
 
-// threadFacts is what the non-lock signatures read about one thread.
+// threadFacts is what the non-lock signatures read about one thread:
+// the thread, and what its samples say, which threads of one stack in a
+// pasted dump share (facts.go).
 type threadFacts struct {
-	t       *stacks.Thread
+	t *stacks.Thread
+	*sampleFacts
+}
+
+// sampleFacts is what a thread's samples say.
+type sampleFacts struct {
 	samples []stacks.Sample
 	// nonEmpty is how many samples have a stack.
 	nonEmpty int
@@ -57,7 +64,7 @@ type threadFacts struct {
 // observation (a pasted dump) gets one sample made from Stack, State and
 // Wait.
 func factsOf(t *stacks.Thread) threadFacts {
-	f := threadFacts{t: t, samples: t.Samples}
+	f := threadFacts{t: t, sampleFacts: &sampleFacts{samples: t.Samples}}
 	if len(f.samples) == 0 {
 		f.samples = []stacks.Sample{{State: t.State, Stack: t.Stack, Wait: t.Wait}}
 	}
