@@ -70,6 +70,7 @@ func Parse(r io.Reader, name string) (*Snapshot, []Skipped, string, error) {
 	if f == nil {
 		f = src.firstFormat()
 		if f == nil {
+			src.rp.finish()
 			if src.rp.err != nil {
 				return nil, nil, "", src.rp.err
 			}

@@ -42,7 +42,10 @@ func sniffPprof(head []byte) int {
 }
 
 func beginsPprof(t, next string) bool {
-	return ppTotalRE.MatchString(t) || strings.HasPrefix(next, "#") && ppRecordRE.MatchString(t) && strings.Contains(next, "+0x")
+	// the regexps only where a byte test says they may match: this runs
+	// on every line of every dump
+	return strings.HasPrefix(t, "goroutine profile: total ") && ppTotalRE.MatchString(t) ||
+		strings.HasPrefix(next, "#") && t != "" && isDigit(t[0]) && ppRecordRE.MatchString(t) && strings.Contains(next, "+0x")
 }
 
 // ParsePprofGoroutine reads a debug=1 goroutine profile (see above).

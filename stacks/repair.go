@@ -45,6 +45,7 @@ type repairer struct {
 	placeholder int   // goroutine ids made for "goroutine NNNNN"
 	binary      int   // bytes of lines that hold a NUL byte
 	stop        error // why the input was not read to its end (limits below)
+	pipe        *repPipe
 }
 
 // repairCount is how often one kind of repair was made, and where first.
@@ -98,8 +99,9 @@ const (
 	maxLineRead = 16 << 20 // bytes of one line (all but maxLine dropped)
 )
 
-// halt stops the reading: what was read is kept, and why is said.
-func (rp *repairer) halt(why error) {
+// end stops the reading from within: what was read is kept, and why is
+// said.
+func (rp *repairer) end(why error) {
 	rp.done = true
 	rp.stop = why
 	rp.buf = rp.buf[:0]
@@ -124,10 +126,10 @@ func (rp *repairer) raw() (repLine, bool) {
 		}
 		switch {
 		case rp.binary > maxBinary:
-			rp.halt(fmt.Errorf("line %d: binary data (NUL bytes), not a text dump: reading stopped after %d MiB of it (hangdoc reads the text of a dump, or an ELF core file)", rp.no+1, maxBinary>>20))
+			rp.end(fmt.Errorf("line %d: binary data (NUL bytes), not a text dump: reading stopped after %d MiB of it (hangdoc reads the text of a dump, or an ELF core file)", rp.no+1, maxBinary>>20))
 			return repLine{}, false
 		case n > maxLineRead:
-			rp.halt(fmt.Errorf("line %d: over %d MiB without a line break, not a text dump: reading stopped", rp.no+1, maxLineRead>>20))
+			rp.end(fmt.Errorf("line %d: over %d MiB without a line break, not a text dump: reading stopped", rp.no+1, maxLineRead>>20))
 			return repLine{}, false
 		}
 		if len(rp.buf) < maxLine {
@@ -343,8 +345,8 @@ func (rp *repairer) grepPrefix(no int, s string) string {
 	return s[m[1]:]
 }
 
-// next returns the next repaired line; false at the end of the input.
-func (rp *repairer) next() (repLine, bool) {
+// repair returns the next repaired line; false at the end of the input.
+func (rp *repairer) repair() (repLine, bool) {
 	for {
 		if len(rp.out) > 0 {
 			l := rp.out[0]
@@ -460,7 +462,16 @@ func mayJournal(s string) bool {
 // one starts nothing of its own.
 func (rp *repairer) unwrap(l repLine) repLine {
 	seg := len(l.text) // the length of the last piece joined
-	if seg < 70 || seg > 80 || isHeaderLine(l.text) || !wrapFrameRE.MatchString(l.text) {
+	if seg < 70 || seg > 80 {
+		return l
+	}
+	// the next line first: in a large dump, a line of this width is most
+	// often followed by an indented one (a goroutine's file line), which
+	// ends the test before any regexp runs
+	if next, ok := rp.peek(); !ok || next.text == "" || next.text[0] == ' ' || next.text[0] == '\t' || len(next.text) > 80 {
+		return l
+	}
+	if isHeaderLine(l.text) || !wrapFrameRE.MatchString(l.text) {
 		return l
 	}
 	for joins := 0; joins < 8 && seg >= 70 && seg <= 80; joins++ {

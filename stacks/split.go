@@ -50,6 +50,8 @@ func begins(t, next, cur string) string {
 	switch {
 	case t == "":
 		return ""
+	case cur == "goroutines" && strings.HasPrefix(t, "goroutine ") && !strings.HasPrefix(t, "goroutine profile:"):
+		return cur // the next goroutine's header, as most lines of a large dump (no regexp run)
 	case t == "{":
 		if strings.HasPrefix(strings.TrimSpace(next1), `"schema": "hangdoc/`) {
 			return "hangdoc-json"
@@ -584,6 +586,7 @@ func (s *pieceSource) parseAll(f *Format, forced bool) (*Snapshot, []Skipped, st
 		}
 		f = p.next
 	}
+	s.rp.finish() // the repairer's goroutine (repair_pipe.go) has ended
 	if s.rp.err != nil && firstErr == nil {
 		firstErr = s.rp.err
 	}
