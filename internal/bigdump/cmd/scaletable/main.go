@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -27,6 +28,7 @@ import (
 
 type result struct {
 	wall  time.Duration
+	cpu   time.Duration // user + system
 	rssKB int64
 	first string // the first line of stderr, else of stdout
 	err   error
@@ -51,7 +53,7 @@ func measure(timeout time.Duration, argv ...string) result {
 			rssFile = f.Name()
 			f.Close()
 			defer os.Remove(rssFile)
-			argv = append([]string{gnuTime, "-q", "-f", "%M", "-o", rssFile}, argv...)
+			argv = append([]string{gnuTime, "-q", "-f", "%M %U %S", "-o", rssFile}, argv...)
 		}
 	}
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
@@ -64,11 +66,17 @@ func measure(timeout time.Duration, argv ...string) result {
 		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
 			r.rssKB = ru.Maxrss
 		}
+		r.cpu = ps.UserTime() + ps.SystemTime()
 	}
 	if rssFile != "" {
 		r.rssKB = 0
 		if b, err := os.ReadFile(rssFile); err == nil {
-			fmt.Sscan(strings.TrimSpace(string(b)), &r.rssKB)
+			// the last line: GNU time writes "Command exited with non-zero status" before it
+			lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+			var u, sys float64
+			if n, _ := fmt.Sscan(lines[len(lines)-1], &r.rssKB, &u, &sys); n == 3 {
+				r.cpu = time.Duration((u + sys) * float64(time.Second))
+			}
 		}
 	}
 	r.first = errOut.firstLine()
@@ -106,6 +114,8 @@ func main() {
 	ptpmp := flag.String("pt-pmp", "pt-pmp", "percona-toolkit's pt-pmp")
 	sizes := flag.String("mb", "32,100", "dump sizes in MiB")
 	dir := flag.String("dir", "", "where the inputs are written (default: a temporary folder)")
+	repeat := flag.Int("repeat", 3, "rounds of each input (medians are printed)")
+	hostile := flag.Bool("hostile", true, "also run the inputs that are not dumps (/dev/zero, 1 GB of junk, 200 MB of headers)")
 	flag.Parse()
 	work := *dir
 	if work == "" {
@@ -115,7 +125,8 @@ func main() {
 		}
 		defer os.RemoveAll(work)
 	}
-	fmt.Printf("%-26s %-22s %9s %10s %8s %8s\n", "input", "tool", "wall", "peak RSS", "time/peer", "RSS/input")
+	fmt.Printf("load average before: %s\n", loadAvg())
+	fmt.Printf("%-18s %-22s %8s %8s %10s %9s %8s %9s\n", "input", "tool", "wall", "CPU", "peak RSS", "time/peer", "CPU/peer", "RSS/input")
 	for _, mb := range strings.Split(*sizes, ",") {
 		var n int
 		fmt.Sscan(mb, &n)
@@ -130,33 +141,73 @@ func main() {
 			}
 			size := int64(len(b))
 			b = nil
-			var peer result
-			peerName := ""
+			type tool struct {
+				name string
+				argv []string
+				runs []result
+			}
+			tools := []*tool{
+				{name: "hangdoc analyze", argv: []string{*hangdoc, "analyze", "--color", "never", path}},
+				{name: "hangdoc --format json", argv: []string{*hangdoc, "analyze", "--format", "json", path}},
+			}
+			var peer *tool
 			switch {
 			case kind == "gdb" && *ptpmp != "":
-				peerName, peer = "pt-pmp", measure(10*time.Minute, *ptpmp, path)
+				peer = &tool{name: "pt-pmp", argv: []string{*ptpmp, path}}
 			case kind == "goroutines" && *pp != "":
-				peerName, peer = "panicparse pp", measure(10*time.Minute, *pp, "-no-color", "-parse=false", path)
+				peer = &tool{name: "panicparse pp", argv: []string{*pp, "-no-color", "-parse=false", path}}
+			}
+			all := tools
+			if peer != nil {
+				all = append([]*tool{peer}, tools...)
+			}
+			for round := 0; round < *repeat; round++ {
+				order := slices.Clone(all)
+				if round%2 == 1 {
+					slices.Reverse(order)
+				}
+				for _, t := range order {
+					t.runs = append(t.runs, measure(10*time.Minute, t.argv...))
+				}
 			}
 			input := fmt.Sprintf("%s %d MB", kind, n)
-			row := func(tool string, r result) {
-				ratio := "—"
-				if peerName != "" && peer.err == nil && peer.wall > 0 && tool != peerName {
-					ratio = fmt.Sprintf("%.2fx", float64(r.wall)/float64(peer.wall))
+			for _, t := range all {
+				var walls, cpus, ratios, cpuRatios []float64
+				var rss int64
+				var failed error
+				for i, r := range t.runs {
+					walls = append(walls, r.wall.Seconds())
+					cpus = append(cpus, r.cpu.Seconds())
+					rss = max(rss, r.rssKB)
+					if r.err != nil && !isExit(r.err, 1) && !isExit(r.err, 0) {
+						failed = r.err
+					}
+					if peer != nil && t != peer && peer.runs[i].err == nil && peer.runs[i].wall > 0 {
+						ratios = append(ratios, r.wall.Seconds()/peer.runs[i].wall.Seconds())
+						if peer.runs[i].cpu > 0 {
+							cpuRatios = append(cpuRatios, r.cpu.Seconds()/peer.runs[i].cpu.Seconds())
+						}
+					}
+				}
+				ratio, cpuRatio := "—", "—"
+				if len(ratios) > 0 {
+					ratio = fmt.Sprintf("%.2fx", median(ratios))
+				}
+				if len(cpuRatios) > 0 {
+					cpuRatio = fmt.Sprintf("%.2fx", median(cpuRatios))
 				}
 				status := ""
-				if r.err != nil && !isExit(r.err, 1) && !isExit(r.err, 0) {
-					status = "  (" + r.err.Error() + ")"
+				if failed != nil {
+					status = "  (" + failed.Error() + ")"
 				}
-				fmt.Printf("%-26s %-22s %8.2fs %8.0f MB %8s %8.2f%s\n", input, tool, r.wall.Seconds(), float64(r.rssKB)/1024, ratio, float64(r.rssKB*1024)/float64(size), status)
-			}
-			row("hangdoc analyze", measure(10*time.Minute, *hangdoc, "analyze", "--color", "never", path))
-			row("hangdoc --format json", measure(10*time.Minute, *hangdoc, "analyze", "--format", "json", path))
-			if peerName != "" {
-				row(peerName, peer)
+				fmt.Printf("%-18s %-22s %7.2fs %7.2fs %7.0f MB %9s %8s %9.2f%s\n", input, t.name, median(walls), median(cpus), float64(rss)/1024, ratio, cpuRatio, float64(rss*1024)/float64(size), status)
 			}
 			os.Remove(path)
 		}
+	}
+	fmt.Printf("load average after: %s\n", loadAvg())
+	if !*hostile {
+		return
 	}
 	// Inputs that are not dumps: each must end fast, small, with one line.
 	junk := filepath.Join(work, "junk-1GB.bin")
@@ -176,6 +227,26 @@ func main() {
 		r := measure(2*time.Minute, append([]string{*hangdoc, "analyze", "--color", "never"}, in[1:]...)...)
 		fmt.Printf("%-26s %-22s %8.2fs %8.0f MB   %s\n", in[0], "hangdoc analyze", r.wall.Seconds(), float64(r.rssKB)/1024, clip(r.first, 90))
 	}
+}
+
+// median of xs (not empty).
+func median(xs []float64) float64 {
+	xs = slices.Clone(xs)
+	slices.Sort(xs)
+	if n := len(xs); n%2 == 0 {
+		return (xs[n/2-1] + xs[n/2]) / 2
+	}
+	return xs[len(xs)/2]
+}
+
+// loadAvg is the machine's 1, 5 and 15 minute load averages.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	return strings.Join(f[:min(3, len(f))], " ")
 }
 
 func isExit(err error, code int) bool {
