@@ -158,3 +158,16 @@ func TestLoneWaiterBesideAFragment(t *testing.T) {
 		}
 	}
 }
+
+// A real annotated paste (libwebsockets#2734): a thread waits in
+// lws_mutex_refcount_lock, libwebsockets' owner-counting mutex, which its
+// owner re-takes without waiting (the vocabulary says recursive): the
+// waiter waits for another thread's hold, most likely one side of a
+// cycle, not for itself.
+func TestLoneWaiterOnRefcountMutex(t *testing.T) {
+	d := topOf(t, corpusDump(t, "gdb-libwebsockets-2734-pt-lock-context-lock-annotated"), "")
+	if d.ID != "lock-order-cycle" || d.Confidence != Low {
+		t.Fatalf("got %s (%s), want lock-order-cycle (low): %s", d.ID, d.Confidence, dump([]Diagnosis{d}))
+	}
+	has(t, "chain", strings.Join(d.Chain, "\n"), "`lws_mutex_refcount_lock` takes a recursive lock")
+}
