@@ -278,7 +278,7 @@ func findOwnerCuts(a *analysis) []Edge {
 	for _, e := range a.graph.Edges {
 		o := e.To.Thread
 		if e.Kind != EdgeMutex || o == nil || o == e.From.Thread || len(a.graph.out[o]) > 0 ||
-			a.running(o) || a.running(e.From.Thread) || !stackCut(o) {
+			a.running(o) || a.running(e.From.Thread) || !stacks.StackCut(o) {
 			continue
 		}
 		if c, _ := waitOf(o); c != notWaiting {
@@ -287,16 +287,6 @@ func findOwnerCuts(a *analysis) []Edge {
 		es = append(es, e)
 	}
 	return es
-}
-
-// stackCut: the parser noted the thread's stack or header was cut.
-func stackCut(t *stacks.Thread) bool {
-	for _, n := range t.Notes {
-		if strings.Contains(n, " cut") {
-			return true
-		}
-	}
-	return false
 }
 
 func ownerCutDiagnosis(e Edge) Diagnosis {

@@ -270,22 +270,11 @@ func holderElsewhere(a *analysis, p *stacks.Process, t *stacks.Thread, partial b
 	return ""
 }
 
-// topCut: the paste cut a thread's innermost frames (it starts at frame
-// #N > 0): what the thread waits on, or whether it runs, is not in it.
-func topCut(t *stacks.Thread) bool {
-	for _, n := range t.Notes {
-		if strings.HasPrefix(n, "frame #0 not in the dump") || strings.HasPrefix(n, "frames #0–") {
-			return true
-		}
-	}
-	return false
-}
-
 // onlyOneTop: t is the only thread of the process whose innermost frames
 // the paste holds; the others are stack fragments whose tops it cut.
 func onlyOneTop(p *stacks.Process, t *stacks.Thread) bool {
 	for _, o := range p.Threads {
-		if o != t && !sameThread(o, t) && !topCut(o) {
+		if o != t && !sameThread(o, t) && !stacks.TopCut(o) {
 			return false
 		}
 	}

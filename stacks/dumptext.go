@@ -110,6 +110,30 @@ func missingFrames(last, n int) string {
 	return fmt.Sprintf("frames #%d–#%d not in the dump", last+1, n-1)
 }
 
+// TopCut says whether the dump left out t's innermost frames (its stack
+// starts at frame #N > 0), as the parser noted (missingFrames): what the
+// thread waits on, or whether it runs, is not in the dump. The notes'
+// words are the parsers'; only this package reads them back.
+func TopCut(t *Thread) bool {
+	for _, n := range t.Notes {
+		if strings.HasPrefix(n, missingFrames(-1, 1)) || strings.HasPrefix(n, "frames #0–") {
+			return true
+		}
+	}
+	return false
+}
+
+// StackCut says whether the parser noted a frame or the header of t cut
+// mid-way ("thread header cut", "frame cut mid-way").
+func StackCut(t *Thread) bool {
+	for _, n := range t.Notes {
+		if strings.Contains(n, " cut") {
+			return true
+		}
+	}
+	return false
+}
+
 // cutFrame is the note for frame n, cut mid-way on line no.
 func cutFrame(no, n int) string {
 	return fmt.Sprintf("line %d: frame #%d cut mid-way; its function name may be partial", no, n)
