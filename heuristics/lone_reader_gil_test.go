@@ -171,3 +171,17 @@ func TestLoneWaiterOnRefcountMutex(t *testing.T) {
 	}
 	has(t, "chain", strings.Join(d.Chain, "\n"), "`lws_mutex_refcount_lock` takes a recursive lock")
 }
+
+// Written by hand: on macOS a thread id is not a pid, so a lone waiter
+// whose tid differs from the pid is not thereby one of several threads
+// (a thread of a .dylib stack keeps the self-deadlock reading, hedged).
+func TestLoneWaiterTidOnMacOS(t *testing.T) {
+	th := thread(4241641, "", "__psynch_mutexwait", "_pthread_mutex_firstfit_lock_slow", "cache_lookup")
+	for i := range th.Stack {
+		th.Stack[i].Module = "/usr/lib/system/libsystem_pthread.dylib"
+	}
+	th.Stack[2].Module = "/Applications/App.app/Contents/MacOS/App"
+	snap := pasted(proc(78156, th))
+	none(t, "lock-order-cycle", snap)
+	one(t, "self-deadlock", snap)
+}

@@ -264,7 +264,7 @@ func holderElsewhere(a *analysis, p *stacks.Process, t *stacks.Thread, partial b
 	if partial && spawnedThread(t) {
 		return "the thread was started by the process (its stack begins in a thread start), so the process has other threads, which the paste does not show; nothing on this stack shows it holding the lock"
 	}
-	if why := otherThreadsShown(a, p, t); partial && why != "" && !mainThreadStack(t) {
+	if why := otherThreadsShown(a, p, t); partial && why != "" && !mainThreadStack(t) && !darwinThread(t) {
 		return why + ", which the paste does not show; nothing on this stack shows it holding the lock"
 	}
 	return ""
@@ -279,6 +279,21 @@ func onlyOneTop(p *stacks.Process, t *stacks.Thread) bool {
 		}
 	}
 	return true
+}
+
+// darwinThread: a thread of a macOS program (its frames in .dylib
+// images, a com.apple queue), whose thread ids are not pids: a tid that
+// is not the pid says nothing about being the main thread there.
+func darwinThread(t *stacks.Thread) bool {
+	if strings.Contains(t.Name, "com.apple.") {
+		return true
+	}
+	for _, f := range t.Stack {
+		if strings.HasSuffix(f.Module, ".dylib") || strings.Contains(f.Module, "/System/Library/") {
+			return true
+		}
+	}
+	return false
 }
 
 // mainThreadStack: the stack goes down to the program's main (or libc's
