@@ -41,7 +41,7 @@ func TestGoStrippedAbba(t *testing.T) {
 		t.Fatalf("%d goroutines in sync.Mutex.Lock, want 2", len(locks))
 	}
 	for _, th := range locks {
-		g := th.Goroutine
+		g := th.Goroutine()
 		k := frameIndex(th.Stack, "main.(*bank).transfer")
 		if k < 0 || !strings.HasSuffix(th.Stack[k].File, "gorun/abba/main.go") || th.Stack[k].Line != line {
 			t.Errorf("goroutine %d: want main.(*bank).transfer at abba/main.go:%d, stack %+v", g.ID, line, th.Stack)
@@ -62,8 +62,8 @@ func TestGoStrippedAbba(t *testing.T) {
 		t.Fatalf("diagnosis %s %s, want lock-order-cycle medium: %s", top.ID, top.Confidence, top.Summary)
 	}
 	for _, w := range locks {
-		if !strings.Contains(top.Summary, fmt.Sprintf("waits for %#x, which goroutine", w.Goroutine.Object)) {
-			t.Errorf("the diagnosis names no holder of %#x: %s", w.Goroutine.Object, top.Summary)
+		if !strings.Contains(top.Summary, fmt.Sprintf("waits for %#x, which goroutine", w.Goroutine().Object)) {
+			t.Errorf("the diagnosis names no holder of %#x: %s", w.Goroutine().Object, top.Summary)
 		}
 	}
 	compareWithDump(t, live, dump)
@@ -109,8 +109,8 @@ func TestGoUnknownLayout(t *testing.T) {
 	}
 	named := false
 	for _, th := range proc.Threads {
-		if th.Goroutine != nil || len(th.Stack) == 0 {
-			t.Errorf("thread %d: goroutine %v, %d frames: want an OS thread with its stack", th.Tid, th.Goroutine, len(th.Stack))
+		if th.Goroutine() != nil || len(th.Stack) == 0 {
+			t.Errorf("thread %d: goroutine %v, %d frames: want an OS thread with its stack", th.Tid, th.Goroutine(), len(th.Stack))
 		}
 		named = named || len(th.Stack) > 0 && strings.HasPrefix(th.Stack[0].Func, "runtime.")
 	}
@@ -185,8 +185,8 @@ func topVerdict(t *testing.T, snap *stacks.Snapshot) string {
 	status := map[int]string{}
 	for _, p := range snap.Processes {
 		for _, th := range p.Threads {
-			if th.Goroutine != nil {
-				status[th.Tid] = th.Goroutine.Status
+			if th.Goroutine() != nil {
+				status[th.Tid] = th.Goroutine().Status
 			}
 		}
 	}
@@ -228,7 +228,7 @@ func TestGoStrippedVerdicts(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if p := snap.Processes[0]; !strings.HasPrefix(p.Runtime, rel) || len(p.Threads) == 0 || p.Threads[0].Goroutine == nil {
+					if p := snap.Processes[0]; !strings.HasPrefix(p.Runtime, rel) || len(p.Threads) == 0 || p.Threads[0].Goroutine() == nil {
 						t.Fatalf("pid %d: runtime %q, notes %q: want its goroutines", pid, p.Runtime, p.Notes)
 					}
 					return snap
@@ -303,14 +303,14 @@ func sameGoroutines(t *testing.T, want, got *stacks.Process, atLeast int) {
 			}
 			continue
 		}
-		wg, gg := wt.Goroutine, gt.Goroutine
+		wg, gg := wt.Goroutine(), gt.Goroutine()
 		if live && (moving(wg.Status) || moving(gg.Status) || !slices.Equal(pcs(wt.Stack), pcs(gt.Stack))) {
 			continue
 		}
 		compared++
 		wc, gc := wg.CreatedBy, gg.CreatedBy
 		if wg.Status != gg.Status || wg.WaitMinutes != gg.WaitMinutes || wg.LockedToThread != gg.LockedToThread ||
-			wg.CreatedByGoroutine != gg.CreatedByGoroutine || wg.Object != gg.Object ||
+			wg.CreatedByID != gg.CreatedByID || wg.Object != gg.Object ||
 			wc.Func != gc.Func || wc.File != gc.File || wc.Line != gc.Line || wc.PC != gc.PC {
 			t.Errorf("goroutine %d: %+v without DWARF, %+v through DWARF", id, gg, wg)
 		}

@@ -36,13 +36,13 @@ func goCore(t *testing.T, path string, opts attach.CoreOptions) (*stacks.Snapsho
 		t.Fatalf("source %q, runtime %q, %d goroutines, %d OS threads: want a core of goroutines (notes %v)", snap.Source, p.Runtime, len(p.Threads), len(p.OSThreads), p.Notes)
 	}
 	for _, th := range p.Threads {
-		if th.Goroutine == nil || th.Goroutine.ID != th.Tid || len(th.Stack) == 0 || len(th.Samples) != 1 {
+		if th.Goroutine() == nil || th.Goroutine().ID != th.Tid || len(th.Stack) == 0 || len(th.Samples) != 1 {
 			t.Fatalf("thread %d is not a goroutine with a stack: %+v", th.Tid, th)
 		}
 	}
 	for _, th := range p.OSThreads {
-		if th.Goroutine != nil || len(th.Stack) == 0 {
-			t.Errorf("OS thread %d: goroutine %v, %d frames", th.Tid, th.Goroutine, len(th.Stack))
+		if th.Goroutine() != nil || len(th.Stack) == 0 {
+			t.Errorf("OS thread %d: goroutine %v, %d frames", th.Tid, th.Goroutine(), len(th.Stack))
 		}
 	}
 	return snap, p
@@ -74,8 +74,8 @@ func TestGoCoreAbba(t *testing.T) {
 	cores, lives := byID(c), byID(live)
 	for _, lt := range withStatus(live, "sync.Mutex.Lock") {
 		ct := cores[lt.Tid]
-		if ct == nil || ct.Goroutine.Status != "sync.Mutex.Lock" || ct.Goroutine.Object != lt.Goroutine.Object || ct.Goroutine.Object == 0 {
-			t.Fatalf("goroutine %d: core %+v, live waits for %#x in sync.Mutex.Lock", lt.Tid, ct, lt.Goroutine.Object)
+		if ct == nil || ct.Goroutine().Status != "sync.Mutex.Lock" || ct.Goroutine().Object != lt.Goroutine().Object || ct.Goroutine().Object == 0 {
+			t.Fatalf("goroutine %d: core %+v, live waits for %#x in sync.Mutex.Lock", lt.Tid, ct, lt.Goroutine().Object)
 		}
 		la, ca := liveArgs(t, lt, "main.(*bank).transfer"), liveArgs(t, ct, "main.(*bank).transfer")
 		if len(ca) != 3 || fmt.Sprint(ca) != fmt.Sprint(la) {
@@ -95,14 +95,14 @@ func TestGoCoreAbba(t *testing.T) {
 	// sides is compared; the two lock waiters above are checked always.
 	for id, lt := range lives {
 		ct := cores[id]
-		if ct == nil || ct.Goroutine.Status != lt.Goroutine.Status || len(ct.Stack) != len(lt.Stack) || ct.Stack[0].PC != lt.Stack[0].PC {
+		if ct == nil || ct.Goroutine().Status != lt.Goroutine().Status || len(ct.Stack) != len(lt.Stack) || ct.Stack[0].PC != lt.Stack[0].PC {
 			continue
 		}
-		if lt.Goroutine.Object == 0 || ct.Goroutine.Object == 0 {
+		if lt.Goroutine().Object == 0 || ct.Goroutine().Object == 0 {
 			continue
 		}
-		if ct.Goroutine.Object != lt.Goroutine.Object {
-			t.Errorf("goroutine %d (%s): object %#x in the core, %#x live", id, lt.Goroutine.Status, ct.Goroutine.Object, lt.Goroutine.Object)
+		if ct.Goroutine().Object != lt.Goroutine().Object {
+			t.Errorf("goroutine %d (%s): object %#x in the core, %#x live", id, lt.Goroutine().Status, ct.Goroutine().Object, lt.Goroutine().Object)
 		}
 	}
 	if len(cores) != len(lives) {
@@ -125,8 +125,8 @@ func TestGoCoreAbba(t *testing.T) {
 		t.Fatalf("core diagnosis %s %s %q, live %s %s %q", top.ID, top.Confidence, top.Summary, liveTop.ID, liveTop.Confidence, liveTop.Summary)
 	}
 	for _, w := range withStatus(c, "sync.Mutex.Lock") {
-		if !strings.Contains(top.Summary, fmt.Sprintf("%#x, which goroutine", w.Goroutine.Object)) {
-			t.Errorf("the diagnosis names no holder of %#x: %s", w.Goroutine.Object, top.Summary)
+		if !strings.Contains(top.Summary, fmt.Sprintf("%#x, which goroutine", w.Goroutine().Object)) {
+			t.Errorf("the diagnosis names no holder of %#x: %s", w.Goroutine().Object, top.Summary)
 		}
 	}
 
@@ -169,7 +169,7 @@ func cutGoCores(t *testing.T, path, bin string) {
 		if !strings.Contains(notes, "truncated") || strings.Contains(notes, "internal error") {
 			t.Errorf("cut at %d of %d bytes: notes %q, want one that says the core is truncated, and no panic", n, len(whole), notes)
 		}
-		if len(p.Threads) > 0 && p.Threads[0].Goroutine != nil {
+		if len(p.Threads) > 0 && p.Threads[0].Goroutine() != nil {
 			goroutines++
 		} else {
 			threads++
@@ -223,8 +223,8 @@ func TestGoCoreKernel(t *testing.T) {
 	}
 	for _, th := range locks {
 		args := liveArgs(t, th, "main.(*bank).transfer")
-		if th.Goroutine.Object == 0 || args["to"] != th.Goroutine.Object {
-			t.Errorf("goroutine %d waits for %#x, transfer's to is %#x", th.Tid, th.Goroutine.Object, args["to"])
+		if th.Goroutine().Object == 0 || args["to"] != th.Goroutine().Object {
+			t.Errorf("goroutine %d waits for %#x, transfer's to is %#x", th.Tid, th.Goroutine().Object, args["to"])
 		}
 	}
 	// The runtime printed its goroutines just before it aborted: the
@@ -333,13 +333,13 @@ func TestGoCoreLeak(t *testing.T) {
 	want := patient.GoSourceLine(t, "leak", "go func() {")
 	leaked := 0
 	for _, th := range c.Threads {
-		g := th.Goroutine
+		g := th.Goroutine()
 		if !strings.HasSuffix(g.CreatedBy.File, "leak/main.go") || g.CreatedBy.Line != want {
 			continue
 		}
 		leaked++
-		if g.Status != "select" || g.CreatedByGoroutine != 1 {
-			t.Fatalf("goroutine %d: %s, created in %d; want select, created in 1", g.ID, g.Status, g.CreatedByGoroutine)
+		if g.Status != "select" || g.CreatedByID != 1 {
+			t.Fatalf("goroutine %d: %s, created in %d; want select, created in 1", g.ID, g.Status, g.CreatedByID)
 		}
 	}
 	if leaked != requests {

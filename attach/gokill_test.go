@@ -110,7 +110,7 @@ func TestGoAttachLeavesNoTrace(t *testing.T) {
 		if err != nil {
 			t.Fatalf("attach %d: %v", i, err)
 		}
-		if pr := snap.Processes[0]; pr.Runtime == "" || len(pr.Threads) == 0 || pr.Threads[0].Goroutine == nil {
+		if pr := snap.Processes[0]; pr.Runtime == "" || len(pr.Threads) == 0 || pr.Threads[0].Goroutine() == nil {
 			t.Fatalf("attach %d: not read as a Go program: runtime %q, notes %v", i, pr.Runtime, pr.Notes)
 		}
 		stops += st.Stops

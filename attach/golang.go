@@ -123,7 +123,7 @@ func (gt *goTarget) sample(s *sampler, tg *target, first bool) bool {
 			gt.goroutines[g.Tid] = th
 			tg.proc.Threads = append(tg.proc.Threads, th)
 		}
-		th.State, th.Stack, th.Goroutine = g.State, g.Stack, g.Goroutine
+		th.State, th.Stack, th.Runtime = g.State, g.Stack, g.Runtime
 		for _, n := range g.Notes {
 			addNote(&th.Notes, n)
 		}

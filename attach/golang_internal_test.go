@@ -69,7 +69,7 @@ func TestGoReadRefusesWrites(t *testing.T) {
 	for i := 0; i < opts.Samples; i++ {
 		s.sampleTarget(tg, i == 0)
 	}
-	if len(tg.proc.Threads) == 0 || tg.proc.Threads[0].Goroutine == nil {
+	if len(tg.proc.Threads) == 0 || tg.proc.Threads[0].Goroutine() == nil {
 		t.Fatalf("no goroutine read: notes %v", tg.proc.Notes)
 	}
 	if n := tg.runtime.(*goTarget).reader.RefusedWrites(); n < 2 {
@@ -128,8 +128,8 @@ func TestGoArgsReadOnly(t *testing.T) {
 		for _, f := range th.Stack {
 			if len(f.Args) > 0 {
 				withArgs++
-				if th.Goroutine == nil || th.Goroutine.Status != "sync.Mutex.Lock" {
-					t.Errorf("goroutine %d (%+v): arguments read for %s outside a lock wait", th.Tid, th.Goroutine, f.Func)
+				if th.Goroutine() == nil || th.Goroutine().Status != "sync.Mutex.Lock" {
+					t.Errorf("goroutine %d (%+v): arguments read for %s outside a lock wait", th.Tid, th.Goroutine(), f.Func)
 				}
 			}
 		}

@@ -40,7 +40,7 @@ func attachGo(t *testing.T, pid int, opts attach.Options) *stacks.Process {
 		t.Fatalf("runtime %q, message %q: want a Go version and no message (notes: %v)", p.Runtime, p.Message, p.Notes)
 	}
 	for _, th := range p.Threads {
-		if th.Goroutine == nil || th.Goroutine.ID != th.Tid || th.Tid <= 0 {
+		if th.Goroutine() == nil || th.Goroutine().ID != th.Tid || th.Tid <= 0 {
 			t.Fatalf("thread %d is not a goroutine: %+v", th.Tid, th)
 		}
 		if len(th.Samples) == 0 || len(th.Stack) == 0 {
@@ -66,7 +66,7 @@ func sigquitDump(t *testing.T, p *patient.Proc) *stacks.Process {
 func withStatus(p *stacks.Process, status string) []*stacks.Thread {
 	var out []*stacks.Thread
 	for _, th := range p.Threads {
-		if th.Goroutine != nil && th.Goroutine.Status == status {
+		if th.Goroutine() != nil && th.Goroutine().Status == status {
 			out = append(out, th)
 		}
 	}
@@ -163,7 +163,7 @@ func TestGoAbba(t *testing.T) {
 	}
 	objects := map[uint64]bool{}
 	for _, th := range locks {
-		g := th.Goroutine
+		g := th.Goroutine()
 		k := frameIndex(th.Stack, "main.(*bank).transfer")
 		if k < 0 || !strings.HasSuffix(th.Stack[k].File, "gorun/abba/main.go") || th.Stack[k].Line != line {
 			t.Errorf("goroutine %d: want main.(*bank).transfer at abba/main.go:%d, stack %+v", g.ID, line, th.Stack)
@@ -171,8 +171,8 @@ func TestGoAbba(t *testing.T) {
 		if frameIndex(th.Stack, "sync.(*Mutex).Lock") < 0 {
 			t.Errorf("goroutine %d: no sync.(*Mutex).Lock frame", g.ID)
 		}
-		if g.CreatedBy.Func != "main.main" || g.CreatedByGoroutine != 1 || !strings.HasSuffix(g.CreatedBy.File, "abba/main.go") {
-			t.Errorf("goroutine %d: created by %+v in goroutine %d, want main.main in goroutine 1", g.ID, g.CreatedBy, g.CreatedByGoroutine)
+		if g.CreatedBy.Func != "main.main" || g.CreatedByID != 1 || !strings.HasSuffix(g.CreatedBy.File, "abba/main.go") {
+			t.Errorf("goroutine %d: created by %+v in goroutine %d, want main.main in goroutine 1", g.ID, g.CreatedBy, g.CreatedByID)
 		}
 		objects[g.Object] = true
 		d := byID(dump)[g.ID]
@@ -201,19 +201,19 @@ func TestGoAbba(t *testing.T) {
 	for _, w := range locks {
 		holders := 0
 		for _, h := range locks {
-			if h == w || liveArgs(t, h, "main.(*bank).transfer")["from"] != w.Goroutine.Object {
+			if h == w || liveArgs(t, h, "main.(*bank).transfer")["from"] != w.Goroutine().Object {
 				continue
 			}
 			holders++
-			if !strings.Contains(top.Summary, fmt.Sprintf("%#x, which goroutine %d may hold", w.Goroutine.Object, h.Tid)) {
-				t.Errorf("live diagnosis does not name goroutine %d as the holder of %#x: %s", h.Tid, w.Goroutine.Object, top.Summary)
+			if !strings.Contains(top.Summary, fmt.Sprintf("%#x, which goroutine %d may hold", w.Goroutine().Object, h.Tid)) {
+				t.Errorf("live diagnosis does not name goroutine %d as the holder of %#x: %s", h.Tid, w.Goroutine().Object, top.Summary)
 			}
 		}
 		if holders != 1 {
-			t.Errorf("goroutine %d waits for %#x: %d other transfers received it as `from`, want 1", w.Tid, w.Goroutine.Object, holders)
+			t.Errorf("goroutine %d waits for %#x: %d other transfers received it as `from`, want 1", w.Tid, w.Goroutine().Object, holders)
 		}
 	}
-	if main := byID(live)[1]; main == nil || main.Goroutine.Status != "sync.WaitGroup.Wait" || main.Goroutine.CreatedBy.Func != "" {
+	if main := byID(live)[1]; main == nil || main.Goroutine().Status != "sync.WaitGroup.Wait" || main.Goroutine().CreatedBy.Func != "" {
 		t.Errorf("goroutine 1: %+v, want main in sync.WaitGroup.Wait, no creator", main)
 	}
 	compareWithDump(t, live, dump)
@@ -249,14 +249,14 @@ func compareWithDump(t *testing.T, live, dump *stacks.Process) {
 		if lu < 0 && du < 0 {
 			continue
 		}
-		lc, dc := lt.Goroutine.CreatedBy, dt.Goroutine.CreatedBy
-		if lc.Func != dc.Func || lc.Line != dc.Line || lt.Goroutine.CreatedByGoroutine != dt.Goroutine.CreatedByGoroutine {
-			t.Errorf("goroutine %d: created by %s:%d in %d live, %s:%d in %d in the dump", id, lc.Func, lc.Line, lt.Goroutine.CreatedByGoroutine, dc.Func, dc.Line, dt.Goroutine.CreatedByGoroutine)
+		lc, dc := lt.Goroutine().CreatedBy, dt.Goroutine().CreatedBy
+		if lc.Func != dc.Func || lc.Line != dc.Line || lt.Goroutine().CreatedByID != dt.Goroutine().CreatedByID {
+			t.Errorf("goroutine %d: created by %s:%d in %d live, %s:%d in %d in the dump", id, lc.Func, lc.Line, lt.Goroutine().CreatedByID, dc.Func, dc.Line, dt.Goroutine().CreatedByID)
 		}
-		if lt.Goroutine.LockedToThread != dt.Goroutine.LockedToThread {
-			t.Errorf("goroutine %d: locked to thread %v live, %v in the dump", id, lt.Goroutine.LockedToThread, dt.Goroutine.LockedToThread)
+		if lt.Goroutine().LockedToThread != dt.Goroutine().LockedToThread {
+			t.Errorf("goroutine %d: locked to thread %v live, %v in the dump", id, lt.Goroutine().LockedToThread, dt.Goroutine().LockedToThread)
 		}
-		ls, ds := lt.Goroutine.Status, dt.Goroutine.Status
+		ls, ds := lt.Goroutine().Status, dt.Goroutine().Status
 		samePlace := lu >= 0 && du >= 0 && lt.Stack[lu].Func == dt.Stack[du].Func && lt.Stack[lu].Line == dt.Stack[du].Line
 		if !samePlace || moving(ls) || moving(ds) {
 			moved++
@@ -266,7 +266,7 @@ func compareWithDump(t *testing.T, live, dump *stacks.Process) {
 		if ls != ds {
 			t.Errorf("goroutine %d: status %q live, %q in the dump, at the same place %s:%d", id, ls, ds, lt.Stack[lu].Func, lt.Stack[lu].Line)
 		}
-		if lw, dw := lt.Goroutine.WaitMinutes, dt.Goroutine.WaitMinutes; lw != dw && lw+1 != dw {
+		if lw, dw := lt.Goroutine().WaitMinutes, dt.Goroutine().WaitMinutes; lw != dw && lw+1 != dw {
 			t.Errorf("goroutine %d: waited %d minutes live, %d in the dump taken after", id, lw, dw)
 		}
 		compareArgs(t, lt, dt)
@@ -353,7 +353,7 @@ func TestGoRLock(t *testing.T) {
 	if len(r) != 1 || len(w) != 1 {
 		t.Fatalf("%d goroutines in RLock, %d in Lock; want 1 and 1", len(r), len(w))
 	}
-	ro, wo := r[0].Goroutine.Object, w[0].Goroutine.Object
+	ro, wo := r[0].Goroutine().Object, w[0].Goroutine().Object
 	if ro == 0 || ro != wo {
 		t.Fatalf("RLock waits on %#x, Lock on %#x: want the same RWMutex", ro, wo)
 	}
@@ -384,8 +384,8 @@ func TestGoWaitGroup(t *testing.T) {
 	if len(ws) != 1 || ws[0].Tid != 1 {
 		t.Fatalf("goroutines in sync.WaitGroup.Wait: %v, want main (1)", ws)
 	}
-	if wg := dumpArg(t, byID(dump)[1], "sync.(*WaitGroup).Wait", 0); ws[0].Goroutine.Object != wg {
-		t.Errorf("object %#x, the dump's WaitGroup is %#x", ws[0].Goroutine.Object, wg)
+	if wg := dumpArg(t, byID(dump)[1], "sync.(*WaitGroup).Wait", 0); ws[0].Goroutine().Object != wg {
+		t.Errorf("object %#x, the dump's WaitGroup is %#x", ws[0].Goroutine().Object, wg)
 	}
 	compareWithDump(t, live, dump)
 }
@@ -401,11 +401,11 @@ func TestGoChanSend(t *testing.T) {
 		t.Fatalf("%d goroutines in chan send, want 1", len(cs))
 	}
 	g := cs[0]
-	if frameIndex(g.Stack, "main.fetch") < 0 || g.Goroutine.CreatedBy.Func != "main.get" {
-		t.Errorf("chan send goroutine: want main.fetch created by main.get: created by %+v, %+v", g.Goroutine.CreatedBy, g.Stack)
+	if frameIndex(g.Stack, "main.fetch") < 0 || g.Goroutine().CreatedBy.Func != "main.get" {
+		t.Errorf("chan send goroutine: want main.fetch created by main.get: created by %+v, %+v", g.Goroutine().CreatedBy, g.Stack)
 	}
-	if c := dumpArg(t, byID(dump)[g.Tid], "runtime.chansend", 0); g.Goroutine.Object != c {
-		t.Errorf("object %#x, the dump's channel is %#x", g.Goroutine.Object, c)
+	if c := dumpArg(t, byID(dump)[g.Tid], "runtime.chansend", 0); g.Goroutine().Object != c {
+		t.Errorf("object %#x, the dump's channel is %#x", g.Goroutine().Object, c)
 	}
 	compareWithDump(t, live, dump)
 }
@@ -419,14 +419,14 @@ func TestGoLeak(t *testing.T) {
 	want := patient.GoSourceLine(t, "leak", "go func() {")
 	leaked := 0
 	for _, th := range live.Threads {
-		g := th.Goroutine
+		g := th.Goroutine()
 		if g.CreatedBy.Func != "main.(*server).handle" {
 			continue
 		}
 		leaked++
-		if g.Status != "select" || g.CreatedBy.Line != want || !strings.HasSuffix(g.CreatedBy.File, "leak/main.go") || g.CreatedByGoroutine != 1 {
+		if g.Status != "select" || g.CreatedBy.Line != want || !strings.HasSuffix(g.CreatedBy.File, "leak/main.go") || g.CreatedByID != 1 {
 			t.Fatalf("goroutine %d: %s, created by %s:%d in %d; want select, created at leak/main.go:%d in 1",
-				g.ID, g.Status, g.CreatedBy.File, g.CreatedBy.Line, g.CreatedByGoroutine, want)
+				g.ID, g.Status, g.CreatedBy.File, g.CreatedBy.Line, g.CreatedByID, want)
 		}
 		if frameIndex(th.Stack, "main.(*server).handle.func1") < 0 {
 			t.Fatalf("goroutine %d: no main.(*server).handle.func1 frame: %+v", g.ID, th.Stack)
@@ -451,7 +451,7 @@ func TestGoThreads(t *testing.T) {
 		t.Fatalf("%d OS threads read, /proc lists %d", len(live.OSThreads), len(tasks))
 	}
 	for _, th := range live.OSThreads {
-		if _, ok := tasks[th.Tid]; !ok || len(th.Stack) == 0 || len(th.Samples) != 2 || th.Goroutine != nil {
+		if _, ok := tasks[th.Tid]; !ok || len(th.Stack) == 0 || len(th.Samples) != 2 || th.Goroutine() != nil {
 			t.Errorf("OS thread %d: %d frames, %d samples (in /proc: %v)", th.Tid, len(th.Stack), len(th.Samples), ok)
 		}
 	}
@@ -479,14 +479,14 @@ func TestGoExitMidSample(t *testing.T) {
 		t.Fatalf("attach across the exit: %v", err)
 	}
 	proc := snap.Processes[0]
-	if !proc.Exited || len(proc.Threads) == 0 || proc.Threads[0].Goroutine == nil {
+	if !proc.Exited || len(proc.Threads) == 0 || proc.Threads[0].Goroutine() == nil {
 		t.Fatalf("exited %v, %d goroutines: want the goroutines read before the exit, marked exited (notes %v)", proc.Exited, len(proc.Threads), proc.Notes)
 	}
 	// os/signal's goroutine (runtime.ensureSigM) locks itself to its
 	// thread; the program's own goroutines do not.
 	locked := 0
 	for _, th := range proc.Threads {
-		g := th.Goroutine
+		g := th.Goroutine()
 		switch {
 		case g.CreatedBy.Func == "runtime.ensureSigM" && !g.LockedToThread:
 			t.Errorf("goroutine %d (runtime.ensureSigM.func1) not locked to its thread", g.ID)
@@ -524,8 +524,8 @@ func TestGoOldRuntime(t *testing.T) {
 	}
 	var objs []uint64
 	for _, th := range live.Threads {
-		if th.Goroutine.Status == "semacquire" && stacks.GoWaitOf(th.Stack).Kind == stacks.GoWaitMutex {
-			objs = append(objs, th.Goroutine.Object)
+		if th.Goroutine().Status == "semacquire" && stacks.GoWaitOf(th.Stack).Kind == stacks.GoWaitMutex {
+			objs = append(objs, th.Goroutine().Object)
 		}
 	}
 	if len(objs) != 2 || objs[0] == 0 || objs[1] == 0 || objs[0] == objs[1] {

@@ -210,7 +210,8 @@ func pyThreadsByTid(st *python.State) map[int]*python.Thread {
 }
 
 // mergeLastSample puts the Python frames of pt (nil for a thread that
-// runs no Python) into t's last sample and its stack, and sets HoldsGIL.
+// runs no Python) into t's last sample and its stack, and says whether it
+// holds the GIL (its Runtime).
 // It returns the PC of take_gil when the thread waits for the GIL.
 func mergeLastSample(t *stacks.Thread, st *python.State, pt *python.Thread) (takeGIL uint64) {
 	n := len(t.Samples)
@@ -218,7 +219,10 @@ func mergeLastSample(t *stacks.Thread, st *python.State, pt *python.Thread) (tak
 		return 0
 	}
 	if st.GIL {
-		t.HoldsGIL = pt != nil && pt.HoldsGIL
+		t.Runtime = nil
+		if pt != nil && pt.HoldsGIL {
+			t.Runtime = stacks.PythonHoldingGIL()
+		}
 	}
 	sm := &t.Samples[n-1]
 	if waitsForGIL(sm.Wait, st.GILWait) {

@@ -151,7 +151,7 @@ func testPythonLock(t *testing.T, interp pyInterp) {
 		t.Errorf("main: PyThread_acquire_lock_timed (#%d) not above main (#%d):%s", i, j, frameList(main.Stack))
 	}
 	for _, th := range proc.Threads {
-		if th.HoldsGIL {
+		if th.HoldsGIL() {
 			t.Errorf("thread %d holds the GIL while every thread sleeps", th.Tid)
 		}
 		if th.Tid != p.Pid {
@@ -420,7 +420,7 @@ func testPythonGILHolder(t *testing.T, interp pyInterp) {
 	proc := snap.Processes[0]
 	src := filepath.Join(patient.Dir(t), "py_stacks_gil.py")
 	main := threadByTid(t, proc, p.Pid)
-	if !main.HoldsGIL {
+	if !main.HoldsGIL() {
 		t.Errorf("main spins in Python but does not hold the GIL:%s", frameList(main.Stack))
 	}
 	spin := patient.SourceLine(t, src, "# BLOCK spin")
@@ -430,7 +430,7 @@ func testPythonGILHolder(t *testing.T, interp pyInterp) {
 	line := patient.SourceLine(t, src, "# BLOCK waiter")
 	for tid, name := range waiters {
 		th := threadByTid(t, proc, tid)
-		if th.HoldsGIL {
+		if th.HoldsGIL() {
 			t.Errorf("%s holds the GIL", name)
 		}
 		checkNoEvaluator(t, th)

@@ -42,7 +42,7 @@ func sharedKey(t *stacks.Thread) (factKey, bool) {
 		return factKey{}, false
 	}
 	k := factKey{stack: &t.Stack[0], n: len(t.Stack), state: t.State}
-	if g := t.Goroutine; g != nil {
+	if g := t.Goroutine(); g != nil {
 		k.gor, k.status = true, g.Status
 	}
 	return k, true

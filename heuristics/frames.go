@@ -91,7 +91,7 @@ func blockedIn(stack []stacks.Frame) (class waitClass, caller int, futex bool) {
 // futex internals (a dump cut short) could be anything.
 func waitOf(t *stacks.Thread) (class waitClass, caller int) {
 	class, caller, futex := blockedIn(t.Stack)
-	if class == notWaiting && !futex && t.Goroutine == nil {
+	if class == notWaiting && !futex && t.Goroutine() == nil {
 		class, caller = goLockInList(t.Stack)
 	}
 	if class == notWaiting && !futex && pyAcquireOnTop(t.Stack) {

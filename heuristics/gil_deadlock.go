@@ -65,7 +65,7 @@ func detectGILDeadlocks(a *analysis) []gilFinding {
 				// interval (5 ms) to ask for the GIL, so a waiter is
 				// sometimes caught running
 				waiters = append(waiters, ThreadRef{Proc: p, Thread: t})
-			case a.running(t) && (a.Evidence(p).CPU || !t.HoldsGIL):
+			case a.running(t) && (a.Evidence(p).CPU || !t.HoldsGIL()):
 				// py-spy calls every GIL holder "active+gil", running or
 				// not: without CPU figures that is no proof it runs
 			case gilHolderBlocked(a, t):
@@ -112,7 +112,7 @@ func gilHolderBlocked(a *analysis, t *stacks.Thread) bool {
 		return false
 	}
 	if a.Evidence(a.procOf[t]).GIL {
-		return t.HoldsGIL
+		return t.HoldsGIL()
 	}
 	if !runsPython(t) {
 		return false
@@ -158,7 +158,7 @@ func pySpyGILWaiters(p *stacks.Process, holder *stacks.Thread) []ThreadRef {
 	home := nativeHome(holder.Stack[caller])
 	var ws []ThreadRef
 	for _, t := range p.Threads {
-		if t == holder || t.HoldsGIL {
+		if t == holder || t.HoldsGIL() {
 			continue
 		}
 		class, c := waitOf(t)

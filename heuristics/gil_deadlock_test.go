@@ -109,7 +109,7 @@ func TestGILDeadlockNotForPythonLock(t *testing.T) {
 func TestGILDeadlockPySpy(t *testing.T) {
 	h := pyThread(8001, "MainThread", nf("__lll_lock_wait", "libc.so.6"), nf("___pthread_mutex_lock", "libc.so.6"),
 		nf("lock", "py_gilext.cpython-311-x86_64-linux-gnu.so"), pf("main", "py_gilext.py", 36))
-	h.HoldsGIL = true
+	h.Runtime = stacks.PythonHoldingGIL()
 	w := pyThread(8002, "regainer", nf("__futex_abstimed_wait_common", "libc.so.6"), nf("___pthread_cond_timedwait64", "libc.so.6"),
 		nf("hold_then_regain", "py_gilext.cpython-311-x86_64-linux-gnu.so"), pf("run", "threading.py", 975))
 	snap := pasted(proc(8001, h, w))
@@ -118,7 +118,7 @@ func TestGILDeadlockPySpy(t *testing.T) {
 	sameInts(t, "tids", d.Tids, 8001, 8002)
 	has(t, "chain", d.Chain[0], "the snapshot says so")
 	// without the GIL evidence, the holder is not known: none
-	h.HoldsGIL, snap.Evidence.GIL = false, false
+	h.Runtime, snap.Evidence.GIL = nil, false
 	none(t, "gil-deadlock", snap)
 }
 
@@ -148,7 +148,7 @@ func TestGILDeadlockNotWithoutPython(t *testing.T) {
 func TestGILDeadlockEvidencePerProcess(t *testing.T) {
 	h := pyThread(7001, "MainThread", nf("__lll_lock_wait", "libc.so.6"), nf("___pthread_mutex_lock", "libc.so.6"),
 		nf("lock", "py_gilext.cpython-311-x86_64-linux-gnu.so"), pf("main", "py_gilext.py", 36))
-	h.HoldsGIL = true
+	h.Runtime = stacks.PythonHoldingGIL()
 	w := pyThread(7002, "regainer", nf("__futex_abstimed_wait_common", "libc.so.6"), nf("___pthread_cond_timedwait64", "libc.so.6"),
 		nf("hold_then_regain", "py_gilext.cpython-311-x86_64-linux-gnu.so"), pf("run", "threading.py", 975))
 	py := pasted(proc(7001, h, w))

@@ -27,7 +27,7 @@ func findGILRetakes(a *analysis) []ThreadRef {
 				continue
 			}
 			for _, t := range p.Threads {
-				if t.HoldsGIL && waitsForGIL(t) && gilRetakeStable(a, p, t) {
+				if t.HoldsGIL() && waitsForGIL(t) && gilRetakeStable(a, p, t) {
 					refs = append(refs, ThreadRef{Proc: p, Thread: t})
 				}
 			}

@@ -82,9 +82,9 @@ func goOrphanedChannels(gp *goProc) []goOrphan {
 			continue
 		case g.kind != stacks.GoWaitSend && g.kind != stacks.GoWaitRecv:
 			continue
-		case g.kind == stacks.GoWaitRecv && notifiers[g.g.CreatedByGoroutine]:
+		case g.kind == stacks.GoWaitRecv && notifiers[g.g.CreatedByID]:
 			continue // a signal may feed it (goSignalNotifiers)
-		case g.kind == stacks.GoWaitRecv && notifiers[0] && g.g.CreatedByGoroutine == 0 && g.g.WaitMinutes == 0:
+		case g.kind == stacks.GoWaitRecv && notifiers[0] && g.g.CreatedByID == 0 && g.g.WaitMinutes == 0:
 			continue // before Go 1.21 a dump names no creating goroutine: any recent receive may be a signal channel
 		}
 		cr := g.g.CreatedBy.Func
@@ -140,7 +140,7 @@ func goSignalNotifiers(gp *goProc) map[int]bool {
 	out := map[int]bool{}
 	for _, g := range gp.all {
 		if strings.HasPrefix(g.g.CreatedBy.Func, "os/signal.Notify") {
-			out[g.g.CreatedByGoroutine] = true // 0: signal.Notify was called, by a goroutine the dump does not name
+			out[g.g.CreatedByID] = true // 0: signal.Notify was called, by a goroutine the dump does not name
 		}
 	}
 	return out
@@ -159,7 +159,7 @@ func goCreatorLeft(gp *goProc, g *gor) (string, bool) {
 		}
 		return false
 	}
-	if id := g.g.CreatedByGoroutine; id != 0 {
+	if id := g.g.CreatedByID; id != 0 {
 		c := gp.byID[id]
 		switch {
 		case c == nil:
@@ -201,7 +201,7 @@ func goChannelReached(users []*gor, g *gor) bool {
 				}
 			}
 		}
-		sibling := o.g.CreatedBy.Func == g.g.CreatedBy.Func && o.g.CreatedByGoroutine == g.g.CreatedByGoroutine
+		sibling := o.g.CreatedBy.Func == g.g.CreatedBy.Func && o.g.CreatedByID == g.g.CreatedByID
 		if sibling && o.kind != stacks.GoWaitSend && o.kind != stacks.GoWaitRecv {
 			return true // started in the same place, not stuck on a channel of its own: it may hold this one
 		}
@@ -251,7 +251,7 @@ func newGoReach(users []*gor) *goReach {
 			}
 		}
 		if o.kind != stacks.GoWaitSend && o.kind != stacks.GoWaitRecv {
-			r.open[goSite{o.g.CreatedBy.Func, o.g.CreatedByGoroutine}]++
+			r.open[goSite{o.g.CreatedBy.Func, o.g.CreatedByID}]++
 		}
 	}
 	return r
@@ -269,7 +269,7 @@ func (r *goReach) reached(g *gor) bool {
 	if g.obj != 0 && r.refs[g.obj]-r.same[goObjKind{g.obj, g.kind}] > 0 {
 		return true
 	}
-	return r.open[goSite{g.g.CreatedBy.Func, g.g.CreatedByGoroutine}] > 0
+	return r.open[goSite{g.g.CreatedBy.Func, g.g.CreatedByID}] > 0
 }
 
 // goAnyRuns: a user goroutine runs, is runnable or in a system call.

@@ -47,10 +47,10 @@ var goStatusKinds = map[string]string{
 type gor struct {
 	ref  ThreadRef
 	t    *stacks.Thread
-	g    *stacks.Goroutine
+	g    *stacks.RuntimeThread
 	wait stacks.GoWait
 	kind string // a stacks.GoWait* kind, goRunning, or "" (parked for the runtime, unknown)
-	obj  uint64 // Goroutine.Object
+	obj  uint64 // Runtime.Object
 	// system: one of the runtime's own (GC workers, finalizers, the
 	// scheduler's M stacks, the signal loop, `go test`'s alarm).
 	system bool
@@ -77,7 +77,7 @@ func buildGoProcs(a *analysis) []*goProc {
 	for _, p := range a.Snap.Processes {
 		var gp *goProc
 		for _, t := range p.Threads {
-			if t.Goroutine == nil {
+			if t.Goroutine() == nil {
 				continue
 			}
 			if gp == nil {
@@ -118,9 +118,9 @@ func newGorMemo(p *stacks.Process, t *stacks.Thread, memo map[gorKey]gorFacts) *
 	if len(t.Stack) == 0 {
 		return newGor(p, t)
 	}
-	k := gorKey{&t.Stack[0], len(t.Stack), t.Goroutine.Status, t.Goroutine.CreatedBy.Func, t.Tid == 0}
+	k := gorKey{&t.Stack[0], len(t.Stack), t.Goroutine().Status, t.Goroutine().CreatedBy.Func, t.Tid == 0}
 	if f, ok := memo[k]; ok {
-		return &gor{ref: ThreadRef{Proc: p, Thread: t}, t: t, g: t.Goroutine, obj: t.Goroutine.Object, wait: f.wait, kind: f.kind, system: f.system}
+		return &gor{ref: ThreadRef{Proc: p, Thread: t}, t: t, g: t.Goroutine(), obj: t.Goroutine().Object, wait: f.wait, kind: f.kind, system: f.system}
 	}
 	g := newGor(p, t)
 	memo[k] = gorFacts{g.wait, g.kind, g.system}
@@ -128,9 +128,9 @@ func newGorMemo(p *stacks.Process, t *stacks.Thread, memo map[gorKey]gorFacts) *
 }
 
 func newGor(p *stacks.Process, t *stacks.Thread) *gor {
-	g := &gor{ref: ThreadRef{Proc: p, Thread: t}, t: t, g: t.Goroutine, obj: t.Goroutine.Object}
+	g := &gor{ref: ThreadRef{Proc: p, Thread: t}, t: t, g: t.Goroutine(), obj: t.Goroutine().Object}
 	g.wait = stacks.GoWaitOf(t.Stack)
-	status := t.Goroutine.Status
+	status := t.Goroutine().Status
 	switch {
 	case goStatusKinds[status] == goRunning:
 		g.kind = goRunning
@@ -149,10 +149,10 @@ func newGor(p *stacks.Process, t *stacks.Thread) *gor {
 // isSystemGoroutine: the runtime's own goroutines, which every Go
 // program has and no user code waits for.
 func isSystemGoroutine(t *stacks.Thread) bool {
-	if t.Tid == 0 && t.Goroutine.Status != "" {
+	if t.Tid == 0 && t.Goroutine().Status != "" {
 		return true // an M's scheduler stack (GOTRACEBACK=system, crash); a goroutine whose header a paste cut has no status
 	}
-	if strings.HasPrefix(t.Goroutine.CreatedBy.Func, "runtime.") {
+	if strings.HasPrefix(t.Goroutine().CreatedBy.Func, "runtime.") {
 		return true // GC workers, sweeper, scavenger, finalizers, forcegc
 	}
 	user := false
@@ -445,7 +445,7 @@ func goDeadlockClaims(a *analysis, p *stacks.Process) bool {
 // in a goroutine: its status says it better than its frames, which have
 // no libc call to name.
 func goWaitKind(t *stacks.Thread) (waitKind, string, bool) {
-	if t.Goroutine == nil {
+	if t.Goroutine() == nil {
 		return wkUnknown, "", false
 	}
 	switch k := newGor(nil, t).kind; k {
@@ -458,7 +458,7 @@ func goWaitKind(t *stacks.Thread) (waitKind, string, bool) {
 	case "":
 		return wkOther, "", true
 	default:
-		return wkFutex, t.Goroutine.Status, true
+		return wkFutex, t.Goroutine().Status, true
 	}
 }
 
@@ -468,7 +468,7 @@ func goroutineDiagnosis(a *analysis, d Diagnosis) bool {
 		return false
 	}
 	r, ok := a.DiagThread(&d, d.Tids[0])
-	return ok && r.Thread.Goroutine != nil
+	return ok && r.Thread.Goroutine() != nil
 }
 
 // runtimeMessage is what the runtime said with its dump when it says

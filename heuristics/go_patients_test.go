@@ -106,7 +106,7 @@ func checkGoPatient(t *testing.T, e goPatientExpect, snap *stacks.Snapshot, many
 	goroutines := map[int]*stacks.Thread{}
 	for _, p := range snap.Processes {
 		for _, th := range p.Threads {
-			if th.Goroutine != nil {
+			if th.Goroutine() != nil {
 				goroutines[th.Tid] = th
 			}
 		}
@@ -125,7 +125,7 @@ func checkGoPatient(t *testing.T, e goPatientExpect, snap *stacks.Snapshot, many
 		if th == nil {
 			t.Fatalf("%s: goroutine %d named is not in the snapshot", e.patient, tid)
 		}
-		g := th.Goroutine
+		g := th.Goroutine()
 		w := stacks.GoWaitOf(th.Stack)
 		if g.Status != n.status || w.Caller >= len(th.Stack) {
 			t.Fatalf("%s: goroutine %d: status %q, wait %+v; want %q", e.patient, tid, g.Status, w, n.status)
@@ -241,7 +241,7 @@ func TestGoPatientsLive(t *testing.T) {
 	}
 }
 
-// TestGoPatientDumpsWithoutArgs: a reader that fills Goroutine.Object
+// TestGoPatientDumpsWithoutArgs: a reader that fills Runtime.Object
 // but no frame arguments (a live read may not evaluate them) still gets
 // each patient's id; the holders are then not inferred, and the
 // confidence says so.

@@ -134,7 +134,7 @@ func asSpinner(a *analysis, f threadFacts, cpuEvidence bool) (spinner, bool) {
 	if f.kind != wkRunning && f.kind != wkUnknown {
 		return spinner{}, false
 	}
-	if g := f.t.Goroutine; g != nil && g.Status != "running" {
+	if g := f.t.Goroutine(); g != nil && g.Status != "running" {
 		return spinner{}, false // runnable at runtime.gopark: just woken, not spinning
 	}
 	st := f.lastStack()

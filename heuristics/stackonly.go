@@ -653,7 +653,7 @@ func noteAbsentEvidence(a *analysis, ds []Diagnosis) {
 func noteUnreadGoroutines(a *analysis, ds []Diagnosis) {
 	unread := map[int]*stacks.Process{}
 	for _, p := range a.Snap.Processes {
-		if strings.HasPrefix(p.Runtime, "go") && len(p.Threads) > 0 && p.Threads[0].Goroutine == nil {
+		if strings.HasPrefix(p.Runtime, "go") && len(p.Threads) > 0 && p.Threads[0].Goroutine() == nil {
 			unread[p.Pid] = p
 		}
 	}

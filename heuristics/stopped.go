@@ -34,7 +34,7 @@ func isStopped(p *stacks.Process) bool {
 		return false
 	}
 	for _, t := range p.Threads {
-		if t.Goroutine != nil || t.State == "Z" || t.State == "X" {
+		if t.Goroutine() != nil || t.State == "Z" || t.State == "X" {
 			continue
 		}
 		if t.State != "T" && t.State != "t" {
@@ -67,7 +67,7 @@ func stoppedDiagnosis(p *stacks.Process) Diagnosis {
 	}
 	var threads []*stacks.Thread
 	for _, t := range p.Threads {
-		if t.Goroutine == nil && t.State != "Z" && t.State != "X" {
+		if t.Goroutine() == nil && t.State != "Z" && t.State != "X" {
 			threads = append(threads, t)
 			d.Tids = append(d.Tids, t.Tid)
 		}

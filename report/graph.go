@@ -233,7 +233,7 @@ func (wg *waitGraph) edge(from, to, label string, hot bool) {
 // "goroutine N" (goroutine ids repeat across processes: its node id has
 // the pid).
 func (wg *waitGraph) thread(r heuristics.ThreadRef) string {
-	if r.Thread.Goroutine != nil {
+	if r.Thread.Goroutine() != nil {
 		id := fmt.Sprintf("g%d_%d", r.Proc.Pid, r.Thread.Tid)
 		return wg.add(graphNode{id: id, kind: nodeThread, lines: []string{"goroutine " + strconv.Itoa(r.Thread.Tid)}, pid: r.Proc.Pid})
 	}

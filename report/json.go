@@ -231,7 +231,7 @@ func (j *jsonStream) thread(t *stacks.Thread, depth int, cache map[stackID][]byt
 	}
 	head := *t
 	head.Stack = nil
-	raw, err := json.Marshal(&head)
+	raw, err := head.MarshalJSON() // as json.Marshal writes it, without compacting it again
 	if err != nil {
 		j.err = err
 		return

@@ -344,7 +344,7 @@ func wrapWords(first, indent, text string, width int) []string {
 // otherwise.
 func unit(ts []*stacks.Thread) string {
 	for _, t := range ts {
-		if t.Goroutine == nil {
+		if t.Goroutine() == nil {
 			return "thread"
 		}
 	}
@@ -357,7 +357,7 @@ func unit(ts []*stacks.Thread) string {
 // memberName names one thread of a group: "4711 worker"; a goroutine
 // by its id alone (its name is only "goroutine N").
 func memberName(t *stacks.Thread) string {
-	if t.Goroutine != nil || t.Name == "" {
+	if t.Goroutine() != nil || t.Name == "" {
 		return fmt.Sprint(t.Tid)
 	}
 	return fmt.Sprintf("%d %s", t.Tid, Sanitize(t.Name))
@@ -366,7 +366,7 @@ func memberName(t *stacks.Thread) string {
 // createdBy says where a goroutine was started: "created by main.main
 // at main.go:56 in goroutine 1"; "" for a thread or when not known.
 func createdBy(t *stacks.Thread) string {
-	g := t.Goroutine
+	g := t.Goroutine()
 	if g == nil || g.CreatedBy.Func == "" {
 		return ""
 	}
@@ -374,8 +374,8 @@ func createdBy(t *stacks.Thread) string {
 	if g.CreatedBy.File != "" {
 		s += fmt.Sprintf(" at %s:%d", Sanitize(g.CreatedBy.File), g.CreatedBy.Line)
 	}
-	if g.CreatedByGoroutine != 0 {
-		s += fmt.Sprintf(" in goroutine %d", g.CreatedByGoroutine)
+	if g.CreatedByID != 0 {
+		s += fmt.Sprintf(" in goroutine %d", g.CreatedByID)
 	}
 	return s
 }
@@ -405,11 +405,11 @@ func threadList(ts []*stacks.Thread, n int) string {
 func waitText(t *stacks.Thread) string {
 	w := t.Wait
 	switch {
-	case t.Goroutine != nil:
-		if t.Goroutine.WaitMinutes > 0 {
-			return fmt.Sprintf("%s, %d minutes or more", t.Goroutine.Status, t.Goroutine.WaitMinutes)
+	case t.Goroutine() != nil:
+		if t.Goroutine().WaitMinutes > 0 {
+			return fmt.Sprintf("%s, %d minutes or more", t.Goroutine().Status, t.Goroutine().WaitMinutes)
 		}
-		return t.Goroutine.Status
+		return t.Goroutine().Status
 	case w == nil && t.State == "R":
 		return "running"
 	case w == nil:

@@ -24,16 +24,16 @@ import (
 //	       m = ("*internal/sync.Mutex")(0x38105ec8a080)
 //
 // Each goroutine becomes a Thread as the runtime's own dump gives it
-// (Tid the goroutine id, Goroutine.Status the wait reason in brackets).
+// (Tid the goroutine id, Runtime.Status the wait reason in brackets).
 // The number after the wait reason is the runtime's clock when the wait
 // began, not how long it lasted: no wait times (an older delve printed a
-// duration: Goroutine.WaitMinutes). Without brackets a
+// duration: Runtime.WaitMinutes). Without brackets a
 // goroutine was not waiting: "running" when it is on a thread, else
 // "runnable". Delve prints an inlined call with the PC of the frame it
 // was inlined into: such frames are Inlined. `stack -full` prints
 // arguments and locals under each frame; pointers among them become
 // Args ("0x38105ec8a080"), so the mutex a goroutine waits for is
-// Goroutine.Object as in a runtime dump. A `goroutines` list without -t
+// Runtime.Object as in a runtime dump. A `goroutines` list without -t
 // gives one location per goroutine (its topmost user frame), said in a
 // note. A goroutine shown twice with its stack, or a second dlv session,
 // is another process.
@@ -196,7 +196,7 @@ func (p *dlvParser) header(m []string) {
 			return
 		}
 	}
-	g := &Goroutine{ID: id}
+	g := &RuntimeThread{Kind: KindGoroutine, ID: id}
 	switch {
 	case m[7] != "":
 		g.Status = dlvSinceRE.ReplaceAllString(m[7], "")
@@ -209,7 +209,7 @@ func (p *dlvParser) header(m []string) {
 	default:
 		g.Status = "runnable"
 	}
-	th := &Thread{Tid: id, Name: fmt.Sprintf("goroutine %d", id), State: GoroutineState(g.Status), Goroutine: g}
+	th := &Thread{Tid: id, Name: fmt.Sprintf("goroutine %d", id), State: GoroutineState(g.Status), Runtime: g}
 	p.add(th)
 	p.listed[th] = loc
 	p.cur = th
@@ -248,7 +248,7 @@ func (p *dlvParser) btThread() *Thread {
 	}
 	th := &Thread{Name: "current goroutine"}
 	if id >= 0 {
-		th = &Thread{Tid: id, Name: fmt.Sprintf("goroutine %d", id), Goroutine: &Goroutine{ID: id}}
+		th = &Thread{Tid: id, Name: fmt.Sprintf("goroutine %d", id), Runtime: &RuntimeThread{Kind: KindGoroutine, ID: id}}
 	}
 	p.add(th)
 	return th
@@ -256,7 +256,7 @@ func (p *dlvParser) btThread() *Thread {
 
 func (p *dlvParser) add(th *Thread) {
 	p.proc.Threads = append(p.proc.Threads, th)
-	if th.Goroutine != nil {
+	if th.Goroutine() != nil {
 		p.byID[th.Tid] = th
 	}
 }
@@ -281,7 +281,7 @@ func (p *dlvParser) endThread() {
 	}
 	th.Stack = st
 	delete(p.listed, th)
-	if g := th.Goroutine; g != nil {
+	if g := th.Goroutine(); g != nil {
 		if g.Status == "" {
 			g.Status = goStatusOf(st)
 			th.State = GoroutineState(g.Status)

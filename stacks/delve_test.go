@@ -11,7 +11,7 @@ func TestDelveGoldens(t *testing.T) { checkDumpGoldens(t, "delve", ParseDelve, 0
 func goroutineByStatus(p *Process, status string) []*Thread {
 	var out []*Thread
 	for _, th := range p.Threads {
-		if th.Goroutine != nil && th.Goroutine.Status == status {
+		if th.Goroutine() != nil && th.Goroutine().Status == status {
 			out = append(out, th)
 		}
 	}
@@ -66,14 +66,14 @@ func TestDelveStackFull(t *testing.T) {
 	}
 	objs := map[uint64]bool{}
 	for _, th := range p.Threads {
-		if th.Goroutine == nil || th.Goroutine.ID == 0 || th.Goroutine.Status != "sync.Mutex.Lock" {
+		if th.Goroutine() == nil || th.Goroutine().ID == 0 || th.Goroutine().Status != "sync.Mutex.Lock" {
 			t.Errorf("thread %+v: want a goroutine named by `Switched from … to N` in sync.Mutex.Lock", th)
 			continue
 		}
-		if th.Goroutine.Object == 0 {
+		if th.Goroutine().Object == 0 {
 			t.Errorf("goroutine %d: no mutex address", th.Tid)
 		}
-		objs[th.Goroutine.Object] = true
+		objs[th.Goroutine().Object] = true
 		for _, f := range th.Stack {
 			for _, a := range f.Args {
 				if strings.HasPrefix(a.Value, "(unreadable") {

@@ -47,7 +47,7 @@ var (
 	flMPICHReqRE = regexp.MustCompile(`^([0-9a-f]{8}):\s*(.*)$`)
 	// Delve's `goroutines -t`: "Goroutine 200 - User: file:line func (0x…)
 	// [chan send 3h2m1.5s]" (a "*" marks the current one).
-	flDelveRE = regexp.MustCompile(`^\*?\s*Goroutine (\d+) - \w+: .*\[([a-zA-Z][^\]]*?)(?: (\d[\d.hmsuµn]*s))?\]$`)
+	flDelveRE = regexp.MustCompile(`^\*?\s*RuntimeThread (\d+) - \w+: .*\[([a-zA-Z][^\]]*?)(?: (\d[\d.hmsuµn]*s))?\]$`)
 	// the sanitizers' symbolized frame: "#1 t1 /tmp/x.c:4 (x+0x11df)",
 	// "0 pthread_mutex_lock <null> (app+0x42f3e5)", a C++ signature with
 	// spaces, a column after the line, a BuildId after the module
@@ -361,11 +361,11 @@ func (p *flParser) end() {
 		}
 		if m := flDelveRE.FindStringSubmatch(p.header); m != nil {
 			// A goroutine as Delve lists it: its wait reason and how long.
-			g := &Goroutine{ID: t.Tid, Status: m[2]}
+			g := &RuntimeThread{Kind: KindGoroutine, ID: t.Tid, Status: m[2]}
 			if d, err := time.ParseDuration(strings.ReplaceAll(m[3], "µ", "u")); err == nil && m[3] != "" {
 				g.WaitMinutes = int(d.Minutes())
 			}
-			t.Goroutine, t.State, t.Name = g, GoroutineState(g.Status), "goroutine "+m[1]
+			t.Runtime, t.State, t.Name = g, GoroutineState(g.Status), "goroutine "+m[1]
 		}
 	}
 	p.proc.Threads = append(p.proc.Threads, t)

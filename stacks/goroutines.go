@@ -30,7 +30,7 @@ import (
 // Line come from the line under it, PC from its pc= when GOTRACEBACK
 // shows it. The printed arguments go into Frame.Args, raw and unnamed
 // ("0xc000012345", "{0x4b6f40?, 0x5350a0?}", "0x0?"): the receiver of
-// sync.(*Mutex).lockSlow is the mutex's address, and Goroutine.Object
+// sync.(*Mutex).lockSlow is the mutex's address, and Runtime.Object
 // the address of the mutex, WaitGroup or channel the goroutine waits on
 // when the arguments show it (goWaitObject). A frame printed with
 // "(...)" was inlined into the frame below it (Frame.Inlined).
@@ -275,12 +275,12 @@ func (p *goParser) flushPending(located bool) {
 		p.skip(pd.no, "not a stack")
 		return
 	case goCreatedBy:
-		if p.ancestor || p.drop || p.cur == nil || p.cur.Goroutine == nil {
+		if p.ancestor || p.drop || p.cur == nil || p.cur.Goroutine() == nil {
 			return
 		}
-		g := p.cur.Goroutine
+		g := p.cur.Goroutine()
 		g.CreatedBy = pd.frame
-		g.CreatedByGoroutine = pd.gid
+		g.CreatedByID = pd.gid
 		if pd.cut {
 			p.threadNote(fmt.Sprintf("line %d: \"created by\" cut mid-way", pd.no))
 		}
@@ -364,7 +364,7 @@ func (p *goParser) header(l textLine) bool {
 	default:
 		return false
 	}
-	g := &Goroutine{ID: id}
+	g := &RuntimeThread{Kind: KindGoroutine, ID: id}
 	parseGoStatus(rest, g)
 
 	if p.pend != nil {
@@ -382,7 +382,7 @@ func (p *goParser) header(l textLine) bool {
 			// Printed first without its stack ("running on other
 			// thread"); the crash section of its M prints it in full.
 			old.Notes = nil
-			old.Goroutine = g
+			old.Runtime = g
 			old.State = GoroutineState(g.Status)
 			p.setCur(old, false)
 			return true
@@ -396,7 +396,7 @@ func (p *goParser) header(l textLine) bool {
 			p.startProcess()
 		}
 	}
-	th := &Thread{Tid: id, Name: "goroutine " + strconv.Itoa(id), State: GoroutineState(g.Status), Goroutine: g}
+	th := &Thread{Tid: id, Name: "goroutine " + strconv.Itoa(id), State: GoroutineState(g.Status), Runtime: g}
 	if id == 0 && m != "" && m != "nil" {
 		th.Name += " (m" + m + ")" // the scheduler stack of one M
 	}
@@ -413,7 +413,7 @@ func (p *goParser) header(l textLine) bool {
 
 // parseGoStatus reads what is between the brackets of a goroutine
 // header: "sync.Mutex.Lock, 12 minutes, locked to thread".
-func parseGoStatus(s string, g *Goroutine) {
+func parseGoStatus(s string, g *RuntimeThread) {
 	if i := strings.Index(s, " labels:{"); i >= 0 {
 		s = s[:i] // pprof labels (GODEBUG=tracebacklabels=1) come last
 	}
@@ -581,7 +581,7 @@ func (p *goParser) setCur(th *Thread, drop bool) {
 		} else {
 			p.cur.Stack = append(p.cur.Stack[:len(p.cur.Stack):len(p.cur.Stack)], p.frames...)
 		}
-		if g := p.cur.Goroutine; g != nil {
+		if g := p.cur.Goroutine(); g != nil {
 			g.Object = goWaitObject(p.cur.Stack)
 		}
 	}
@@ -596,7 +596,7 @@ func (p *goParser) setCur(th *Thread, drop bool) {
 func (p *goParser) cutGoroutine(l textLine) {
 	p.startProcess()
 	p.cutFirst = true
-	th := &Thread{Name: "goroutine (header cut)", State: "S", Goroutine: &Goroutine{}}
+	th := &Thread{Name: "goroutine (header cut)", State: "S", Runtime: &RuntimeThread{Kind: KindGoroutine}}
 	p.proc.Threads = append(p.proc.Threads, th)
 	p.setCur(th, false)
 	p.threadNote(fmt.Sprintf("line %d: the paste starts inside this goroutine: its header (id, status) is not in it", l.no))
@@ -615,7 +615,7 @@ func (p *goParser) endProcess() {
 	p.setCur(nil, false)
 	pr := p.proc
 	p.proc, p.seen = nil, nil
-	if pr == nil || len(pr.Threads) == 0 || len(pr.Threads) == 1 && p.cutFirst && pr.Threads[0].Goroutine.Status == "" && pr.Threads[0].Tid == 0 {
+	if pr == nil || len(pr.Threads) == 0 || len(pr.Threads) == 1 && p.cutFirst && pr.Threads[0].Goroutine().Status == "" && pr.Threads[0].Tid == 0 {
 		return // nothing, or only frames no header followed: not a goroutine dump
 	}
 	for _, th := range pr.Threads {

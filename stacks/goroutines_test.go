@@ -41,7 +41,7 @@ func parseGoString(t *testing.T, in string) (*Snapshot, []Skipped) {
 func goroutine(t *testing.T, p *Process, id int) *Thread {
 	t.Helper()
 	for _, th := range p.Threads {
-		if th.Tid == id && th.Goroutine != nil && th.Goroutine.ID == id {
+		if th.Tid == id && th.Goroutine() != nil && th.Goroutine().ID == id {
 			return th
 		}
 	}
@@ -122,7 +122,7 @@ func TestParseGoroutinesRealDumps(t *testing.T) {
 			}
 			ids := map[int]bool{}
 			for _, th := range p.Threads {
-				g := th.Goroutine
+				g := th.Goroutine()
 				if g == nil || g.ID != th.Tid || g.Status == "" || th.State == "" || len(th.Stack) == 0 || len(th.Notes) != 0 {
 					t.Errorf("goroutine %+v (%+v)", th, g)
 					continue
@@ -176,13 +176,13 @@ func TestParseGoroutinesABBA(t *testing.T) {
 				t.Fatalf("%d goroutines in transfer", len(ws))
 			}
 			for i, th := range ws {
-				g := th.Goroutine
+				g := th.Goroutine()
 				if g.Status != tt.status || g.WaitMinutes != tt.minutes || th.State != "S" || g.LockedToThread {
 					t.Errorf("goroutine %d: %+v state %s", th.Tid, g, th.State)
 				}
 				if g.CreatedBy.Func != "main.main" || !strings.HasSuffix(g.CreatedBy.File, "/main.go") ||
-					g.CreatedBy.Line != 56+i || g.CreatedByGoroutine != tt.creator {
-					t.Errorf("goroutine %d created by %+v in %d", th.Tid, g.CreatedBy, g.CreatedByGoroutine)
+					g.CreatedBy.Line != 56+i || g.CreatedByID != tt.creator {
+					t.Errorf("goroutine %d created by %+v in %d", th.Tid, g.CreatedBy, g.CreatedByID)
 				}
 				want := []string{"runtime.gopark", "runtime.goparkunlock", "runtime.semacquire1", "sync.runtime_SemacquireMutex",
 					"sync.(*Mutex).lockSlow", "sync.(*Mutex).Lock", "main.(*bank).transfer", "main.main.func" + strconv.Itoa(i+1), "runtime.goexit"}
@@ -227,8 +227,8 @@ func TestParseGoroutinesABBA(t *testing.T) {
 				t.Errorf("transfer at %s:%d", ta.File, ta.Line)
 			}
 			main := goroutine(t, p, 1)
-			if main.Goroutine.CreatedBy.Func != "" || main.Goroutine.CreatedByGoroutine != 0 {
-				t.Errorf("goroutine 1 created by %+v", main.Goroutine.CreatedBy)
+			if main.Goroutine().CreatedBy.Func != "" || main.Goroutine().CreatedByID != 0 {
+				t.Errorf("goroutine 1 created by %+v", main.Goroutine().CreatedBy)
 			}
 		})
 	}
@@ -267,8 +267,8 @@ func TestParseGoroutinesCrash(t *testing.T) {
 	for _, th := range p.Threads {
 		if th.Tid == 0 {
 			ms = append(ms, th.Name)
-			if th.Goroutine.Status != "idle" || th.Stack[len(th.Stack)-1].Func != "runtime.mcall" && th.Stack[len(th.Stack)-1].Func != "runtime.mstart" {
-				t.Errorf("%s: %s %q", th.Name, th.Goroutine.Status, funcs(th.Stack))
+			if th.Goroutine().Status != "idle" || th.Stack[len(th.Stack)-1].Func != "runtime.mcall" && th.Stack[len(th.Stack)-1].Func != "runtime.mstart" {
+				t.Errorf("%s: %s %q", th.Name, th.Goroutine().Status, funcs(th.Stack))
 			}
 		}
 	}
@@ -297,8 +297,8 @@ func TestParseGoroutinesRLock(t *testing.T) {
 			if strings.HasPrefix(file, "go119") {
 				wantR, wantW = "semacquire", "semacquire"
 			}
-			if r.Goroutine.Status != wantR || w.Goroutine.Status != wantW {
-				t.Errorf("statuses %q %q", r.Goroutine.Status, w.Goroutine.Status)
+			if r.Goroutine().Status != wantR || w.Goroutine().Status != wantW {
+				t.Errorf("statuses %q %q", r.Goroutine().Status, w.Goroutine().Status)
 			}
 			lookup, get := frameOf(t, r, "main.(*cache).lookup"), frameOf(t, r, "main.(*cache).get")
 			if strings.TrimSuffix(lookup.Args[0].Value, "?") != get.Args[0].Value {
@@ -365,8 +365,8 @@ func TestParseGoroutinesCut(t *testing.T) {
 	}
 	p := snap.Processes[0]
 	last := p.Threads[len(p.Threads)-1]
-	if last.Tid != 3 || last.Goroutine.Status != "chan send" || last.Goroutine.WaitMinutes != 2 {
-		t.Fatalf("last goroutine %+v", last.Goroutine)
+	if last.Tid != 3 || last.Goroutine().Status != "chan send" || last.Goroutine().WaitMinutes != 2 {
+		t.Fatalf("last goroutine %+v", last.Goroutine())
 	}
 	if got := funcs(last.Stack); !reflect.DeepEqual(got, []string{"runtime.gopark", "runtime.chansend", "runtime.chansend1"}) {
 		t.Errorf("stack %q", got)
@@ -388,7 +388,7 @@ func TestParseGoroutinesLeak(t *testing.T) {
 		t.Fatalf("largest group: %d goroutines in %q", len(g.Threads), funcs(g.Stack))
 	}
 	for _, th := range g.Threads {
-		if gr := th.Goroutine; gr.Status != "select" || gr.WaitMinutes != 1 || gr.CreatedBy.Func != "main.(*server).handle" {
+		if gr := th.Goroutine(); gr.Status != "select" || gr.WaitMinutes != 1 || gr.CreatedBy.Func != "main.(*server).handle" {
 			t.Fatalf("goroutine %d: %+v", th.Tid, gr)
 		}
 	}
@@ -453,30 +453,30 @@ func TestParseGoroutinesFrames(t *testing.T) {
 func TestParseGoroutinesHeaders(t *testing.T) {
 	tests := []struct {
 		header string
-		want   Goroutine
+		want   RuntimeThread
 		state  string
 		name   string
 		notes  string
 	}{
-		{"goroutine 7 [sync.Mutex.Lock, 12 minutes, locked to thread]:", Goroutine{ID: 7, Status: "sync.Mutex.Lock", WaitMinutes: 12, LockedToThread: true}, "S", "", ""},
-		{"goroutine 7 gp=0xc000102000 m=3 mp=0xc000100008 [running]:", Goroutine{ID: 7, Status: "running"}, "R", "", ""},
-		{"goroutine 0 gp=0x5f4880 m=4 mp=0xc000100008 [idle]:", Goroutine{ID: 0, Status: "idle"}, "S", "goroutine 0 (m4)", ""},
-		{"goroutine 7 gp=0xc000102000 m=nil [syscall, 5 minutes]:", Goroutine{ID: 7, Status: "syscall", WaitMinutes: 5}, "S", "", ""},
-		{"goroutine 7 [runnable]:", Goroutine{ID: 7, Status: "runnable"}, "R", "", ""},
-		{"goroutine 7 [chan receive (nil chan), 1 minutes]:", Goroutine{ID: 7, Status: "chan receive (nil chan)", WaitMinutes: 1}, "S", "", ""},
-		{"goroutine 7 [select (no cases)]:", Goroutine{ID: 7, Status: "select (no cases)"}, "S", "", ""},
-		{"goroutine 7 [GC worker (idle) (scan)]:", Goroutine{ID: 7, Status: "GC worker (idle)"}, "S", "", ""},
-		{"goroutine 7 [chan send (durable), synctest bubble 3]:", Goroutine{ID: 7, Status: "chan send (durable)"}, "S", "", ""},
-		{`goroutine 7 [select, 3 minutes, locked to thread labels:{"k": "v]:", "w": "x, y"}]:`, Goroutine{ID: 7, Status: "select", WaitMinutes: 3, LockedToThread: true}, "S", "", ""},
-		{"goroutine 7 [IO wait]", Goroutine{ID: 7, Status: "IO wait"}, "S", "", ""},
-		{"goroutine 7 [IO wa", Goroutine{ID: 7, Status: "IO wa"}, "S", "", "line 1: goroutine header cut mid-way"},
-		{"goroutine 9223372036854775807 [dead]:", Goroutine{ID: 9223372036854775807, Status: "dead"}, "X", "", ""},
+		{"goroutine 7 [sync.Mutex.Lock, 12 minutes, locked to thread]:", RuntimeThread{Kind: KindGoroutine, ID: 7, Status: "sync.Mutex.Lock", WaitMinutes: 12, LockedToThread: true}, "S", "", ""},
+		{"goroutine 7 gp=0xc000102000 m=3 mp=0xc000100008 [running]:", RuntimeThread{Kind: KindGoroutine, ID: 7, Status: "running"}, "R", "", ""},
+		{"goroutine 0 gp=0x5f4880 m=4 mp=0xc000100008 [idle]:", RuntimeThread{Kind: KindGoroutine, ID: 0, Status: "idle"}, "S", "goroutine 0 (m4)", ""},
+		{"goroutine 7 gp=0xc000102000 m=nil [syscall, 5 minutes]:", RuntimeThread{Kind: KindGoroutine, ID: 7, Status: "syscall", WaitMinutes: 5}, "S", "", ""},
+		{"goroutine 7 [runnable]:", RuntimeThread{Kind: KindGoroutine, ID: 7, Status: "runnable"}, "R", "", ""},
+		{"goroutine 7 [chan receive (nil chan), 1 minutes]:", RuntimeThread{Kind: KindGoroutine, ID: 7, Status: "chan receive (nil chan)", WaitMinutes: 1}, "S", "", ""},
+		{"goroutine 7 [select (no cases)]:", RuntimeThread{Kind: KindGoroutine, ID: 7, Status: "select (no cases)"}, "S", "", ""},
+		{"goroutine 7 [GC worker (idle) (scan)]:", RuntimeThread{Kind: KindGoroutine, ID: 7, Status: "GC worker (idle)"}, "S", "", ""},
+		{"goroutine 7 [chan send (durable), synctest bubble 3]:", RuntimeThread{Kind: KindGoroutine, ID: 7, Status: "chan send (durable)"}, "S", "", ""},
+		{`goroutine 7 [select, 3 minutes, locked to thread labels:{"k": "v]:", "w": "x, y"}]:`, RuntimeThread{Kind: KindGoroutine, ID: 7, Status: "select", WaitMinutes: 3, LockedToThread: true}, "S", "", ""},
+		{"goroutine 7 [IO wait]", RuntimeThread{Kind: KindGoroutine, ID: 7, Status: "IO wait"}, "S", "", ""},
+		{"goroutine 7 [IO wa", RuntimeThread{Kind: KindGoroutine, ID: 7, Status: "IO wa"}, "S", "", "line 1: goroutine header cut mid-way"},
+		{"goroutine 9223372036854775807 [dead]:", RuntimeThread{Kind: KindGoroutine, ID: 9223372036854775807, Status: "dead"}, "X", "", ""},
 	}
 	for _, tt := range tests {
 		snap, skipped := parseGoString(t, tt.header+"\nmain.main()\n\t/m.go:1 +0x1\n")
 		th := snap.Processes[0].Threads[0]
-		if len(skipped) != 0 || th.Goroutine == nil || !reflect.DeepEqual(*th.Goroutine, tt.want) || th.State != tt.state || th.Tid != tt.want.ID {
-			t.Errorf("%s: skipped %v, %+v %s", tt.header, skipped, th.Goroutine, th.State)
+		if len(skipped) != 0 || th.Goroutine() == nil || !reflect.DeepEqual(*th.Goroutine(), tt.want) || th.State != tt.state || th.Tid != tt.want.ID {
+			t.Errorf("%s: skipped %v, %+v %s", tt.header, skipped, th.Goroutine(), th.State)
 		}
 		name := tt.name
 		if name == "" {
@@ -529,16 +529,16 @@ created by main.main
 	p := snap.Processes[0]
 	g1, g2, g3 := goroutine(t, p, 1), goroutine(t, p, 2), goroutine(t, p, 3)
 	if len(g1.Stack) != 2 || strings.Join(g1.Notes, "|") != "120 frames elided by the runtime between the frames shown|frames elided by the runtime: the stack is deeper than the dump shows" ||
-		g1.Goroutine.CreatedBy.Func != "main.start" || g1.Goroutine.CreatedByGoroutine != 42 || g1.Goroutine.CreatedBy.Line != 9 {
-		t.Errorf("g1 %q %q %+v", funcs(g1.Stack), g1.Notes, g1.Goroutine)
+		g1.Goroutine().CreatedBy.Func != "main.start" || g1.Goroutine().CreatedByID != 42 || g1.Goroutine().CreatedBy.Line != 9 {
+		t.Errorf("g1 %q %q %+v", funcs(g1.Stack), g1.Notes, g1.Goroutine())
 	}
 	if len(g2.Stack) != 0 || g2.Stack == nil || len(g2.Notes) != 1 || !strings.Contains(g2.Notes[0], "stack unavailable") ||
-		g2.Goroutine.CreatedBy.Func != "main.main" || g2.Goroutine.CreatedByGoroutine != 0 {
-		t.Errorf("g2 %+v %+v", g2, g2.Goroutine)
+		g2.Goroutine().CreatedBy.Func != "main.main" || g2.Goroutine().CreatedByID != 0 {
+		t.Errorf("g2 %+v %+v", g2, g2.Goroutine())
 	}
-	if got := funcs(g3.Stack); !reflect.DeepEqual(got, []string{"main.child"}) || g3.Goroutine.CreatedBy.Func != "main.parent" ||
+	if got := funcs(g3.Stack); !reflect.DeepEqual(got, []string{"main.child"}) || g3.Goroutine().CreatedBy.Func != "main.parent" ||
 		len(g3.Notes) != 1 || !strings.Contains(g3.Notes[0], "[originating from goroutine 2]") {
-		t.Errorf("g3 %q %+v %q", got, g3.Goroutine, g3.Notes)
+		t.Errorf("g3 %q %+v %q", got, g3.Goroutine(), g3.Notes)
 	}
 }
 
@@ -590,8 +590,8 @@ main.main()
 		t.Fatalf("threads %d message %q notes %q", len(p.Threads), p.Message, p.Notes)
 	}
 	g5 := goroutine(t, p, 5)
-	if got := funcs(g5.Stack); !reflect.DeepEqual(got, []string{"main.spin"}) || len(g5.Notes) != 0 || g5.Goroutine.CreatedBy.Func != "main.main" || g5.State != "R" {
-		t.Errorf("g5 %q %q %+v", got, g5.Notes, g5.Goroutine)
+	if got := funcs(g5.Stack); !reflect.DeepEqual(got, []string{"main.spin"}) || len(g5.Notes) != 0 || g5.Goroutine().CreatedBy.Func != "main.main" || g5.State != "R" {
+		t.Errorf("g5 %q %q %+v", got, g5.Notes, g5.Goroutine())
 	}
 	if g1 := goroutine(t, p, 1); len(g1.Stack) != 2 {
 		t.Errorf("g1 %q", funcs(g1.Stack))
@@ -656,7 +656,7 @@ func FuzzParseGoroutines(f *testing.F) {
 			}
 			seen := map[int]bool{}
 			for _, th := range p.Threads {
-				g := th.Goroutine
+				g := th.Goroutine()
 				if th.Stack == nil || g == nil || g.ID != th.Tid || th.State == "" {
 					t.Fatalf("thread %+v", th)
 				}

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// Goroutine.Object read from the patients' dumps: the mutex, RWMutex,
+// Runtime.Object read from the patients' dumps: the mutex, RWMutex,
 // WaitGroup or channel each blocked goroutine waits on, as the dump's
 // arguments show it (checked by hand against each dump).
 func TestGoroutineWaitObjects(t *testing.T) {
@@ -47,7 +47,7 @@ func TestGoroutineWaitObjects(t *testing.T) {
 				if th == nil {
 					t.Fatalf("no goroutine %d", id)
 				}
-				got := fmt.Sprintf("%#x %s", th.Goroutine.Object, GoWaitOf(th.Stack).Kind)
+				got := fmt.Sprintf("%#x %s", th.Goroutine().Object, GoWaitOf(th.Stack).Kind)
 				if got != want {
 					t.Errorf("goroutine %d: object and kind %q, want %q", id, got, want)
 				}

@@ -16,7 +16,7 @@ type Group struct {
 // runtimeOnly says whether a group is goroutines of the Go runtime itself
 // (GC workers, the finalizer, the scavenger): every frame in runtime.
 func runtimeOnly(g Group) bool {
-	if g.Threads[0].Goroutine == nil {
+	if g.Threads[0].Goroutine() == nil {
 		return false
 	}
 	for _, f := range g.Stack {

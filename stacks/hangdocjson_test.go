@@ -54,11 +54,13 @@ func fullSnapshot() *Snapshot {
 				Wait: &Wait{Syscall: "futex", Nr: 202, Addr: 0x5555, Op: "FUTEX_WAIT_PRIVATE", Fd: 3, Wchan: "futex_wait_queue",
 					FdTarget: "pipe:[1]", Mutex: &Mutex{Addr: 0x5555, Lock: 2, Owner: 101, Kind: 0, Symbol: "lock"},
 					JoinTid: 7, Value: &v, BlockedByTid: 9, BlockedByPid: 8},
-				Samples:  []Sample{{State: "S", CPUTicks: 1, Stack: []Frame{{Func: "f"}}, Wait: &Wait{Syscall: "read", Nr: 0}}},
-				Notes:    []string{"n"},
-				Handle:   0x7f00,
-				HoldsGIL: true,
-			}, {Tid: 101, Name: "empty", Stack: []Frame{}}},
+				Samples: []Sample{{State: "S", CPUTicks: 1, Stack: []Frame{{Func: "f"}}, Wait: &Wait{Syscall: "read", Nr: 0}}},
+				Notes:   []string{"n"},
+				Handle:  0x7f00,
+				Runtime: PythonHoldingGIL(),
+			}, {Tid: 101, Name: "empty", Stack: []Frame{}}, {Tid: 7, Name: "goroutine 7", Stack: []Frame{{Func: "sync.(*Mutex).Lock"}},
+				Runtime: &RuntimeThread{Kind: KindGoroutine, ID: 7, Status: "sync.Mutex.Lock", WaitMinutes: 3, LockedToThread: true,
+					CreatedBy: Frame{Func: "main.main", File: "m.go", Line: 9}, CreatedByID: 1, Object: 0xc000010000}}},
 		}},
 	}
 }

@@ -129,42 +129,12 @@ type Thread struct {
 	// gives no kernel tid: the pthread_t of a CPython faulthandler dump
 	// or of py-spy on macOS (0x7f…). Tid is then 0.
 	Handle uint64 `json:"handle,omitempty"`
-	// HoldsGIL is set when the dump says the thread held the Python GIL
-	// (py-spy's "active+gil" and "gil").
-	HoldsGIL bool `json:"holds_gil,omitempty"`
-	// Goroutine is set when the thread is a Go goroutine (a goroutine
-	// dump, a live read of a Go process): Tid is then the goroutine id.
-	Goroutine *Goroutine `json:"goroutine,omitempty"`
-}
-
-// Goroutine is what the Go runtime says of a goroutine besides its stack.
-type Goroutine struct {
-	ID int `json:"id"`
-	// Status is the wait reason, or the scheduler status when there is
-	// none, as the runtime prints it: "chan receive", "sync.Mutex.Lock",
-	// "select", "IO wait", "sync.WaitGroup.Wait", "semacquire" (Go before
-	// 1.20 for every sync wait), "running", "runnable", "syscall", "idle".
-	Status string `json:"status"`
-	// WaitMinutes is how long the goroutine had been blocked, in whole
-	// minutes, as the runtime recorded it: a lower bound (the runtime
-	// starts counting at the first GC after the goroutine blocked and
-	// prints nothing under a minute).
-	WaitMinutes int `json:"wait_minutes,omitempty"`
-	// LockedToThread is set for a goroutine wired to its OS thread
-	// (runtime.LockOSThread, cgo callbacks, the main goroutine in init).
-	LockedToThread bool `json:"locked_to_thread,omitempty"`
-	// CreatedBy is the frame of the go statement that started the
-	// goroutine; zero for the main goroutine and when the dump omits it.
-	CreatedBy Frame `json:"created_by,omitzero"`
-	// CreatedByGoroutine is the id of the goroutine that ran that go
-	// statement (Go 1.21 and later print it); 0 when unknown.
-	CreatedByGoroutine int `json:"created_by_goroutine,omitempty"`
-	// Object is the address of what the goroutine waits on, when known:
-	// the sync.Mutex or sync.RWMutex of a lock wait, the WaitGroup, the
-	// channel. Goroutines waiting on one object share it. A dump gives it
-	// as the receiver argument of the waiting frame; a live read
-	// evaluates it.
-	Object uint64 `json:"object,omitempty"`
+	// Runtime is what a language runtime says of the thread besides its
+	// stack (a goroutine's status and creator, the Python thread that
+	// holds the GIL, a Java thread's monitors); nil for a native thread.
+	// The JSON keeps hangdoc/v1's names for it: "goroutine", "holds_gil"
+	// (runtime_thread.go).
+	Runtime *RuntimeThread `json:"-"`
 }
 
 // Sample is one observation of a thread.

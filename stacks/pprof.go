@@ -136,7 +136,7 @@ func (p *ppParser) end() {
 		p.nextID++
 		p.proc.Threads = append(p.proc.Threads, &Thread{
 			Tid: p.nextID, State: GoroutineState(status), Stack: st,
-			Goroutine: &Goroutine{ID: p.nextID, Status: status},
+			Runtime: &RuntimeThread{Kind: KindGoroutine, ID: p.nextID, Status: status},
 		})
 	}
 }

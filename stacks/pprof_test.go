@@ -15,7 +15,7 @@ func TestPprofRecords(t *testing.T) {
 	}
 	locks := 0
 	for _, th := range p.Threads {
-		if th.Goroutine.Status == "sync.Mutex.Lock" {
+		if th.Goroutine().Status == "sync.Mutex.Lock" {
 			locks++
 		}
 	}

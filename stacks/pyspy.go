@@ -71,7 +71,7 @@ func sniffPySpy(head []byte) int {
 // shortened to the package path unless --full-filenames) and Line;
 // native frames carry Func and Module (the library), or File and Line
 // when py-spy had debug info. A thread's State is "S" for idle and "R"
-// for active; HoldsGIL is set for "active+gil" and "gil". Arguments shown
+// for active; the thread holds the GIL (Runtime.HoldsGIL) for "active+gil" and "gil". Arguments shown
 // by --locals become the frame's Args.
 func ParsePySpy(r io.Reader) (*Snapshot, []Skipped, error) {
 	br := bufioReader(r)
@@ -401,9 +401,9 @@ func (p *pyParser) thread(m []string) {
 	case "active":
 		th.State = "R"
 	case "active+gil":
-		th.State, th.HoldsGIL = "R", true
+		th.State, th.Runtime = "R", PythonHoldingGIL()
 	case "gil":
-		th.HoldsGIL = true
+		th.Runtime = PythonHoldingGIL()
 	}
 	p.proc.Threads = append(p.proc.Threads, th)
 	p.th, p.section = th, ""
@@ -555,7 +555,10 @@ func pySpyFromJSON(b []byte, lineBase int, readErr error, skipped ...Skipped) (*
 			byPid[pid] = proc
 			snap.Processes = append(snap.Processes, proc)
 		}
-		th := &Thread{Stack: []Frame{}, HoldsGIL: tr.OwnsGIL, State: "S"}
+		th := &Thread{Stack: []Frame{}, State: "S"}
+		if tr.OwnsGIL {
+			th.Runtime = PythonHoldingGIL()
+		}
 		if tr.Active {
 			th.State = "R"
 		}

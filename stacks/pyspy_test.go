@@ -42,7 +42,7 @@ func TestParsePySpyText(t *testing.T) {
 		t.Errorf("pid %d exe %q cmdline %q", p.Pid, p.Exe, p.Cmdline)
 	}
 	main, holder := p.Threads[0], p.Threads[1]
-	if main.Tid != 4137 || main.Name != "MainThread" || main.State != "S" || main.HoldsGIL {
+	if main.Tid != 4137 || main.Name != "MainThread" || main.State != "S" || main.HoldsGIL() {
 		t.Errorf("main %+v", main)
 	}
 	if want := []Frame{{Func: "main", File: "lock.py", Line: 48}, {Func: "<module>", File: "lock.py", Line: 52}}; !reflect.DeepEqual(main.Stack, want) {
@@ -145,7 +145,7 @@ func TestParsePySpySubprocesses(t *testing.T) {
 func TestParsePySpyGIL(t *testing.T) {
 	snap, _ := parseStoredDump(t, "py-spy", "pyfork_lock_startup_core.txt", ParsePySpy)
 	p := snap.Processes[0]
-	if !p.Threads[0].HoldsGIL || p.Threads[0].State != "" || p.Threads[1].HoldsGIL {
+	if !p.Threads[0].HoldsGIL() || p.Threads[0].State != "" || p.Threads[1].HoldsGIL() {
 		t.Errorf("core: main %+v holder %+v", p.Threads[0], p.Threads[1])
 	}
 	if p.Exe != "" || len(p.Notes) != 1 || p.Notes[0] != "py-spy read a core file (signal 0): core.5210" {
@@ -161,7 +161,7 @@ func TestParsePySpyGIL(t *testing.T) {
 		t.Fatalf("%d processes", len(snap.Processes))
 	}
 	main := snap.Processes[0].Threads[0]
-	if !main.HoldsGIL || main.State != "R" || main.Stack[0].Func != "blocked_in_futex" {
+	if !main.HoldsGIL() || main.State != "R" || main.Stack[0].Func != "blocked_in_futex" {
 		t.Errorf("active+gil: %+v", main)
 	}
 	child := snap.Processes[1].Threads[0]
@@ -266,7 +266,7 @@ func TestParsePySpyHeaderWithoutID(t *testing.T) {
 	}
 	p := snap.Processes[0]
 	if len(p.Threads) != 2 || p.Threads[0].Name != "MainThread" || p.Threads[0].State != "S" || len(p.Threads[0].Stack) != 2 ||
-		p.Threads[1].State != "R" || !p.Threads[1].HoldsGIL {
+		p.Threads[1].State != "R" || !p.Threads[1].HoldsGIL() {
 		t.Errorf("threads %+v %+v", p.Threads[0], p.Threads[1])
 	}
 	if pyThreadRE.MatchString("Thread") || pyThreadRE.MatchString(`Thread: "x"`) {

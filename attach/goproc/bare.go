@@ -306,16 +306,16 @@ func (b *bare) read(regs []ThreadRegs, opts Options) (*Result, error) {
 	now := b.now(gs)
 	var sema map[uint64]uint64
 	for _, g := range gs {
-		gr := &stacks.Goroutine{ID: int(g.goid), Status: b.statusOf(g), LockedToThread: g.lockedm != 0}
+		gr := &stacks.RuntimeThread{Kind: stacks.KindGoroutine, ID: int(g.goid), Status: b.statusOf(g), LockedToThread: g.lockedm != 0}
 		if gr.ID != 1 && g.gopc != 0 {
 			gr.CreatedBy = b.creator(g.gopc)
-			gr.CreatedByGoroutine = int(g.parentGoid)
+			gr.CreatedByID = int(g.parentGoid)
 		}
 		st := g.status &^ gScan
 		if (st == gWaiting || st == gSyscall) && g.waitsince != 0 && now > g.waitsince {
 			gr.WaitMinutes = int((now - g.waitsince) / int64(time.Minute))
 		}
-		th := &stacks.Thread{Tid: gr.ID, Name: "goroutine " + strconv.Itoa(gr.ID), State: stacks.GoroutineState(gr.Status), Goroutine: gr}
+		th := &stacks.Thread{Tid: gr.ID, Name: "goroutine " + strconv.Itoa(gr.ID), State: stacks.GoroutineState(gr.Status), Runtime: gr}
 		pc, sp, trap := b.startOf(g, byTid)
 		frames, err := b.unwind(pc, sp, trap, g.lo, g.hi, opts.MaxDepth)
 		th.Stack = framesOfBare(frames)

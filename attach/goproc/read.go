@@ -248,18 +248,18 @@ func (r *Reader) Read(regs []ThreadRegs, opts Options) (*Result, error) {
 			continue
 		}
 		x := extra[uint64(g.ID)]
-		gr := &stacks.Goroutine{ID: int(g.ID), Status: r.rt.status(g), LockedToThread: x.lockedm != 0}
+		gr := &stacks.RuntimeThread{Kind: stacks.KindGoroutine, ID: int(g.ID), Status: r.rt.status(g), LockedToThread: x.lockedm != 0}
 		if gr.ID != 1 && g.GoPC != 0 {
 			loc := g.Go()
 			gr.CreatedBy = frameOf(loc)
 			gr.CreatedBy.PC = loc.PC
-			gr.CreatedByGoroutine = int(x.parentGoid)
+			gr.CreatedByID = int(x.parentGoid)
 		}
 		st := g.Status &^ gScan
 		if (st == gWaiting || st == gSyscall) && g.WaitSince != 0 && now > g.WaitSince {
 			gr.WaitMinutes = int((now - g.WaitSince) / int64(time.Minute))
 		}
-		th := &stacks.Thread{Tid: gr.ID, Name: "goroutine " + strconv.Itoa(gr.ID), State: stacks.GoroutineState(gr.Status), Goroutine: gr}
+		th := &stacks.Thread{Tid: gr.ID, Name: "goroutine " + strconv.Itoa(gr.ID), State: stacks.GoroutineState(gr.Status), Runtime: gr}
 		frames, err := r.stacktrace(g, opts.MaxDepth)
 		var at []int
 		th.Stack, at = framesOf(frames)
