@@ -307,6 +307,14 @@ func sameGoroutines(t *testing.T, want, got *stacks.Process, atLeast int) {
 		if live && (moving(wg.Status) || moving(gg.Status) || !slices.Equal(pcs(wt.Stack), pcs(gt.Stack))) {
 			continue
 		}
+		if live && (wg.Object == 0) != (gg.Object == 0) {
+			// Woken between the two reads and parked again (the rlock
+			// patient's ticker goroutine): the wait reason is still set
+			// and the PCs are the same, but one read found its sudog
+			// already cleared (failed 1 CI run at load 20), as in
+			// TestGoCoreAbba.
+			continue
+		}
 		compared++
 		wc, gc := wg.CreatedBy, gg.CreatedBy
 		if wg.Status != gg.Status || wg.WaitMinutes != gg.WaitMinutes || wg.LockedToThread != gg.LockedToThread ||
