@@ -66,6 +66,8 @@ func runAnalyze(opts *analyzeOptions, ios *ioStreams) error {
 	if err != nil {
 		return err
 	}
+	mem := limitMemory(opts.files)
+	defer mem.restore()
 	var snaps []*stacks.Snapshot
 	for _, name := range opts.files {
 		snap, err := opts.read(name, ios)
@@ -81,6 +83,7 @@ func runAnalyze(opts *analyzeOptions, ios *ioStreams) error {
 		}
 		snaps = append(snaps, snap)
 	}
+	mem.parsed()
 	return opts.diagnoseAndReport(ios, stacks.Merge(snaps...), rules)
 }
 
