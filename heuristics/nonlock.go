@@ -385,14 +385,21 @@ func detectCalmVerdict(a *analysis, p *stacks.Process) (string, []threadFacts) {
 
 // othersText says what the threads not in skip are doing, one a line.
 func othersText(all []threadFacts, skip map[int]bool) []string {
+	const shown = 6 // as limitList(out, shown): only the lines shown are written
 	var out []string
+	n := 0
 	for _, f := range all {
 		if skip[f.t.Tid] {
 			continue
 		}
-		out = append(out, sleeperText(f))
+		if n++; n <= shown {
+			out = append(out, sleeperText(f))
+		}
 	}
-	return limitList(out, 6)
+	if n > shown {
+		out = append(out, fmt.Sprintf("and %d more", n-shown))
+	}
+	return out
 }
 
 // matchCalm is the matcher of one verdict that is not a deadlock: each

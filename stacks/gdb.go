@@ -225,12 +225,15 @@ func (p *gdbParser) isWrappedLocation(i int, l textLine) bool {
 func (p *gdbParser) joinWrapped(i int, text string) (string, int) {
 	first, _ := p.win.line(i)
 	base := first.indent
-	depth := parenDepth(text)
+	depth := 0
 	last := i
 	for last-i < maxWrapLines {
 		next, ok := p.win.line(last + 1)
 		if !ok || next.text == "" || next.indent <= base || next.indent > base+6 {
 			break
+		}
+		if last == i {
+			depth = parenDepth(text) // only now: most frames are followed by the next frame, not a continuation
 		}
 		// gdb breaks a long frame before its "at"/"from", or before the
 		// argument list of a name that ends the line
