@@ -95,7 +95,7 @@ func TestPySpyDumpLoggingForkWorker(t *testing.T) {
 	if !slices.Equal(d.Tids, []int{532}) {
 		t.Errorf("tids %v, want the worker's 532", d.Tids)
 	}
-	says(t, d, "summary", d.Summary, "forked child by its frames", "logging lock", "`flush` at logging/__init__.py:1094", "`work` at py_logging_fork.py:83")
+	says(t, d, "summary", d.Summary, "forked child by its frames", "logging lock", "`flush` at logging/__init__.py:1094", "`work` at py_logging_fork.py:60")
 	says(t, d, "fix", d.Fix, "spawn")
 }
 
@@ -107,7 +107,7 @@ func TestPySpyDumpLoggingForkTree(t *testing.T) {
 	if !slices.Equal(d.Tids, []int{532, 531}) {
 		t.Errorf("tids %v, want the worker 532 and the parent's logger 531", d.Tids)
 	}
-	says(t, d, "summary", d.Summary, "py_logging_fork.py:83", "the parent's thread 531 `logger` held it, at `emit` at logging/__init__.py:1113, called from `flood` at py_logging_fork.py:75")
+	says(t, d, "summary", d.Summary, "py_logging_fork.py:60", "the parent's thread 531 `logger` held it, at `emit` at logging/__init__.py:1113, called from `flood` at py_logging_fork.py:55")
 	says(t, d, "chain", strings.Join(d.Chain, "\n"), "multiprocessing worker", "inside a logging handler")
 }
 
@@ -119,7 +119,7 @@ func TestFaulthandlerDumpLoggingForkWorker(t *testing.T) {
 	if d.Confidence != heuristics.Low {
 		t.Errorf("confidence %s, want low: no native frame shows the lock wait", d.Confidence)
 	}
-	says(t, d, "summary", d.Summary, "forked child", "logging", "py_logging_fork.py:83")
+	says(t, d, "summary", d.Summary, "forked child", "logging", "py_logging_fork.py:60")
 	says(t, d, "fix", d.Fix, "spawn")
 }
 

@@ -22,17 +22,17 @@ func loggingForkSnap(withParent bool) *stacks.Snapshot {
 		nf("__futex_abstimed_wait_common", libc), nf("__new_sem_wait_slow64.constprop.0", libc), nf("PyThread_acquire_lock", py311), nf("", py311),
 		pf("StreamHandler.flush", logInit, 1094), pf("StreamHandler.emit", logInit, 1114), pf("Handler.handle", logInit, 978),
 		pf("Logger.callHandlers", logInit, 1706), pf("Logger.handle", logInit, 1644), pf("Logger._log", logInit, 1634),
-		pf("Logger.info", logInit, 1489), pf("work", "py_logging_fork.py", 83),
+		pf("Logger.info", logInit, 1489), pf("work", "py_logging_fork.py", 60),
 		pf("BaseProcess.run", mpProc, 108), pf("BaseProcess._bootstrap", mpProc, 314),
-		pf("Popen._launch", mpFork, 71), pf("Popen.__init__", mpFork, 19), pf("main", "py_logging_fork.py", 96))
+		pf("Popen._launch", mpFork, 71), pf("Popen.__init__", mpFork, 19), pf("fork_while_held", "py_fork_patient.py", 60), pf("main", "py_logging_fork.py", 65))
 	child := forked(proc(9010, on(worker, futexWait(0x1d2a0f10))), 9000, 9000, 9002)
 	if !withParent {
 		return live(child)
 	}
 	main := on(pyThread(9000, "python3", nf("wait4", libc), nf("", py311), pf("Popen.poll", mpFork, 27), pf("Popen.wait", mpFork, 43),
-		pf("BaseProcess.join", mpProc, 149), pf("main", "py_logging_fork.py", 107)), &stacks.Wait{Syscall: "wait4", Nr: 61, ChildPid: 9010})
+		pf("BaseProcess.join", mpProc, 149), pf("fork_while_held", "py_fork_patient.py", 71), pf("main", "py_logging_fork.py", 65)), &stacks.Wait{Syscall: "wait4", Nr: 61, ChildPid: 9010})
 	logger := on(pyThread(9002, "python3", nf("write", libc), nf("", py311), pf("StreamHandler.emit", logInit, 1113),
-		pf("Handler.handle", logInit, 978), pf("Logger.info", logInit, 1489), pf("flood", "py_logging_fork.py", 75),
+		pf("Handler.handle", logInit, 978), pf("Logger.info", logInit, 1489), pf("flood", "py_logging_fork.py", 55),
 		pf("Thread.run", thPy, 975)), &stacks.Wait{Syscall: "write", Nr: 1, Fd: 4, FdTarget: "pipe:[1]"})
 	return live(proc(9000, main, logger), child)
 }
@@ -41,7 +41,7 @@ func TestPythonForkLogging(t *testing.T) {
 	d := one(t, "fork-inherited-lock", loggingForkSnap(true))
 	complete(t, d)
 	has(t, "summary", d.Summary, "forked child 9010", "logging lock", "`StreamHandler.flush` at "+logInit+":1094",
-		"called from `work` at py_logging_fork.py:83", "the parent's thread 9002 `python3` held it, at `StreamHandler.emit` at "+logInit+":1113")
+		"called from `work` at py_logging_fork.py:60", "the parent's thread 9002 `python3` held it, at `StreamHandler.emit` at "+logInit+":1113")
 	sameInts(t, "tids", d.Tids, 9010, 9002)
 	sameInts(t, "pids", d.Pids, 9010, 9000)
 	chain := strings.Join(d.Chain, "\n")
@@ -51,7 +51,7 @@ func TestPythonForkLogging(t *testing.T) {
 	// without the parent, the child's side alone
 	d = one(t, "fork-inherited-lock", loggingForkSnap(false))
 	sameInts(t, "tids", d.Tids, 9010)
-	has(t, "summary", d.Summary, "py_logging_fork.py:83")
+	has(t, "summary", d.Summary, "py_logging_fork.py:60")
 }
 
 // The logging known issue refines it through Diagnose, with a fix that
@@ -104,13 +104,13 @@ func TestPythonForkDataLoader(t *testing.T) {
 func TestPythonForkPySpyDump(t *testing.T) {
 	w := pyThread(9010, "MainThread", nf("__futex_abstimed_wait_common", "libc.so.6"), nf("__new_sem_wait_slow64.constprop.0", "libc.so.6"),
 		pf("flush", "logging/__init__.py", 1094), pf("emit", "logging/__init__.py", 1114), pf("handle", "logging/__init__.py", 978),
-		pf("info", "logging/__init__.py", 1489), pf("work", "py_logging_fork.py", 83), pf("run", "multiprocessing/process.py", 108),
+		pf("info", "logging/__init__.py", 1489), pf("work", "py_logging_fork.py", 60), pf("run", "multiprocessing/process.py", 108),
 		pf("_bootstrap", "multiprocessing/process.py", 314), pf("_launch", "multiprocessing/popen_fork.py", 71), pf("__init__", "multiprocessing/popen_fork.py", 19))
 	snap := pasted(proc(9010, w))
 	snap.Source = "py-spy"
 	d := one(t, "fork-inherited-lock", snap)
 	sameInts(t, "tids", d.Tids, 9010)
-	has(t, "summary", d.Summary, "forked child by its frames", "logging lock", "`flush` at logging/__init__.py:1094, called from `work` at py_logging_fork.py:83")
+	has(t, "summary", d.Summary, "forked child by its frames", "logging lock", "`flush` at logging/__init__.py:1094, called from `work` at py_logging_fork.py:60")
 	has(t, "fix", d.Fix, "spawn")
 	// the same thread without multiprocessing's frames: no fork, no claim
 	// of a fork

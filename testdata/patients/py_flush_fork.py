@@ -17,30 +17,22 @@ the signal handler and needs no GIL).
 
 Run with /usr/bin/python3 py_flush_fork.py DUMPFILE. Prints
 owner=<writer's native tid>, child=<worker pid>, then "ready" once the
-worker sleeps in its futex wait. The worker gets SIGKILL when the parent
-dies (PR_SET_PDEATHSIG).
+worker sleeps in its futex wait (py_fork_patient.fork_while_held). The
+worker gets SIGKILL when the parent dies (PR_SET_PDEATHSIG).
 
 Worker stack (innermost first): futex <- sem_clockwait <-
 PyThread_acquire_lock_timed <- _enter_buffered_busy <- buffered_flush <-
 flush_journal (py_flush_fork.py) <- run, _bootstrap (multiprocessing/
-process.py) <- _launch (multiprocessing/popen_fork.py) <- ... <- main.
+process.py) <- _launch (multiprocessing/popen_fork.py) <- ... <-
+fork_while_held (py_fork_patient.py) <- main.
 """
 
-import ctypes
 import faulthandler
-import multiprocessing
 import os
 import signal
 import sys
-import threading
 
-FUTEX = 202  # x86-64 syscall number
-WRITE = 1
-PR_SET_PDEATHSIG = 1
-SIGKILL = 9
-
-prctl = ctypes.CDLL(None, use_errno=True).prctl
-prctl.argtypes = [ctypes.c_int, ctypes.c_ulong]
+from py_fork_patient import fork_while_held, worker_start
 
 # A pipe nobody reads: the journal. The parent keeps the read end (a
 # write to a pipe without readers fails instead of blocking).
@@ -48,27 +40,12 @@ sink_read_fd, sink_fd = os.pipe()
 journal = open(sink_fd, "wb", buffering=1 << 16)
 
 
-def in_syscall(pid, tid, nr):
-    """Thread tid of process pid sleeps (state S) inside syscall nr."""
-    try:
-        with open(f"/proc/{pid}/task/{tid}/stat") as f:
-            state = f.read().rsplit(")", 1)[1].split()[0]
-        with open(f"/proc/{pid}/task/{tid}/syscall") as f:
-            got = f.read().split()[0]
-    except (OSError, IndexError):
-        return False
-    return state == "S" and got == str(nr)
-
-
 def fill():
     journal.write(b"x" * (1 << 20))  # blocks in write(): the pipe is full
 
 
 def flush_journal(parent):
-    prctl(PR_SET_PDEATHSIG, SIGKILL)
-    if os.getppid() != parent:
-        os._exit(2)
-    os.close(sink_read_fd)  # the parent's, not the worker's
+    worker_start(parent, sink_read_fd)
     journal.flush()  # forever: the buffer's lock is the parent's copy
     os._exit(0)
 
@@ -76,26 +53,7 @@ def flush_journal(parent):
 def main():
     dump = open(sys.argv[1], "w")
     faulthandler.register(signal.SIGUSR1, file=dump, all_threads=True)
-    t = threading.Thread(target=fill, name="writer", daemon=True)
-    t.start()
-    while t.native_id is None or not in_syscall(os.getpid(), t.native_id, WRITE):
-        threading.Event().wait(0.001)
-    owner = t.native_id
-
-    ctx = multiprocessing.get_context("fork")
-    worker = ctx.Process(target=flush_journal, args=(os.getpid(),), name="worker")
-    worker.start()
-    child = worker.pid
-    sys.stdout.write(f"owner={owner}\nchild={child}\n")
-    sys.stdout.flush()
-    while not in_syscall(child, child, FUTEX):
-        if not worker.is_alive():
-            sys.stderr.write(f"patient: worker {child} exited ({worker.exitcode}) before it hung\n")
-            sys.exit(2)
-        threading.Event().wait(0.001)
-    sys.stdout.write("ready\n")
-    sys.stdout.flush()
-    worker.join()  # forever
+    fork_while_held(fill, "writer", flush_journal)
 
 
 if __name__ == "__main__":

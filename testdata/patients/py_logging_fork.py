@@ -18,35 +18,27 @@ the parent's copy, held by a thread the child does not have. The worker
 waits in emit's stream.write for ever; the parent waits in join().
 
 Run with /usr/bin/python3. Prints owner=<logger's native tid>,
-child=<worker pid>, then "ready" once the worker sleeps in its futex wait.
-The worker gets SIGKILL when the parent dies (PR_SET_PDEATHSIG) and stays
-in the patient's process group.
+child=<worker pid>, then "ready" once the worker sleeps in its futex wait
+(py_fork_patient.fork_while_held). The worker gets SIGKILL when the
+parent dies (PR_SET_PDEATHSIG) and stays in the patient's process group.
 
 Stacks (innermost first):
   worker main: futex <- sem_clockwait <- PyThread_acquire_lock_timed <-
                (_enter_buffered_busy, _io_BufferedWriter_write) <- emit
                (logging/__init__.py) <- handle <- ... <- work
                (py_logging_fork.py) <- run, _bootstrap (multiprocessing/
-               process.py) <- _launch (multiprocessing/popen_fork.py)
+               process.py) <- _launch (multiprocessing/popen_fork.py) <-
+               ... <- fork_while_held (py_fork_patient.py) <- main
   parent logger: write <- _bufferedwriter_raw_write <- ... emit <- handle
                <- ... <- flood (py_logging_fork.py)
-  parent main:  wait4 <- os.waitpid <- wait (popen_fork.py) <- join
+  parent main:  wait4 <- os.waitpid <- wait (popen_fork.py) <- join <-
+               fork_while_held (py_fork_patient.py) <- main
 """
 
-import ctypes
 import logging
-import multiprocessing
 import os
-import sys
-import threading
 
-FUTEX = 202  # x86-64 syscall number
-WRITE = 1
-PR_SET_PDEATHSIG = 1
-SIGKILL = 9
-
-prctl = ctypes.CDLL(None, use_errno=True).prctl
-prctl.argtypes = [ctypes.c_int, ctypes.c_ulong]
+from py_fork_patient import fork_while_held, worker_start
 
 # A pipe nobody reads: the handler's stream. The parent keeps the read
 # end (a write to a pipe without readers fails instead of blocking).
@@ -59,52 +51,18 @@ log.setLevel(logging.INFO)
 log.propagate = False
 
 
-def in_syscall(pid, tid, nr):
-    """Thread tid of process pid sleeps (state S) inside syscall nr."""
-    try:
-        with open(f"/proc/{pid}/task/{tid}/stat") as f:
-            state = f.read().rsplit(")", 1)[1].split()[0]
-        with open(f"/proc/{pid}/task/{tid}/syscall") as f:
-            got = f.read().split()[0]
-    except (OSError, IndexError):
-        return False
-    return state == "S" and got == str(nr)
-
-
 def flood():
     log.info("x" * (1 << 20))  # blocks in write(): the pipe is full
 
 
 def work(parent):
-    prctl(PR_SET_PDEATHSIG, SIGKILL)
-    if os.getppid() != parent:
-        os._exit(2)
-    os.close(sink_read_fd)  # the parent's, not the worker's
+    worker_start(parent, sink_read_fd)
     log.info("worker started")  # forever: the stream's lock is the parent's copy
     os._exit(0)
 
 
 def main():
-    t = threading.Thread(target=flood, name="logger", daemon=True)
-    t.start()
-    while t.native_id is None or not in_syscall(os.getpid(), t.native_id, WRITE):
-        threading.Event().wait(0.001)
-    owner = t.native_id
-
-    ctx = multiprocessing.get_context("fork")
-    worker = ctx.Process(target=work, args=(os.getpid(),), name="worker")
-    worker.start()
-    child = worker.pid
-    sys.stdout.write(f"owner={owner}\nchild={child}\n")
-    sys.stdout.flush()
-    while not in_syscall(child, child, FUTEX):
-        if not worker.is_alive():
-            sys.stderr.write(f"patient: worker {child} exited ({worker.exitcode}) before it hung\n")
-            sys.exit(2)
-        threading.Event().wait(0.001)
-    sys.stdout.write("ready\n")
-    sys.stdout.flush()
-    worker.join()  # forever
+    fork_while_held(flood, "logger", work)
 
 
 if __name__ == "__main__":
