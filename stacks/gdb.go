@@ -72,6 +72,7 @@ type gdbThread struct {
 	// onScratch: its Stack and hasAddr are the parser's scratch buffers
 	onScratch bool
 	table     bool // read from an `info threads` row: one frame, until its backtrace comes
+	chain     bool // a hand-written call chain (repair.go): its number is the repair's own
 }
 
 // gdbFrame is what parseGDBFrame makes of one frame's text.
@@ -114,7 +115,7 @@ var (
 	threadEventRE = regexp.MustCompile(`^Thread \d+(?:\.\d+)? .*(?: received signal | hit )`)
 	lwpRE         = regexp.MustCompile(`\((?:LWP|lwp) (\d+)\)|^(?:LWP|process|Thread) (\d+)\b`)
 	locRE         = regexp.MustCompile(`^0x[0-9a-fA-F]+ in \S.* \(.*\)|^[^\s(#][^(]* \(.*\) (?:at \S.*:\d+|from \S+)$`)
-	srcRE         = regexp.MustCompile(`^\d+\t|^\d+\s+in\s+\S`)
+	srcRE         = regexp.MustCompile(`^\d+\t|^\d+\s+in\s+\S|^\d+\s+\S+: No such file or directory\.$`)
 	inferRE       = regexp.MustCompile(`^\[Inferior \d+ \(process (\d+)\) `)
 	attachRE      = regexp.MustCompile(`^Attaching to (?:program: (.+), )?process (\d+)`)
 	detachRE      = regexp.MustCompile(`^Detaching from program: (.+), process (\d+)`)
@@ -396,8 +397,9 @@ func (p *gdbParser) meta(l textLine) bool {
 	case strings.HasPrefix(t, "[Switching to thread ") || strings.HasPrefix(t, "[Current thread is "):
 		if m := switchRE.FindStringSubmatch(t); m != nil {
 			if tid, _ := parseLWP(m[2]); tid > 0 {
-				p.ctxTid, p.ctxNo = tid, m[1]
+				p.ctxTid = tid
 			}
+			p.ctxNo = threadNo(m[1])
 			p.cur = nil // frames after it belong to that thread's bt
 			return true
 		}
@@ -475,6 +477,7 @@ func (p *gdbParser) header(l textLine, m []string) {
 	gt := &gdbThread{t: &Thread{}, header: true, lastNo: -1}
 	if m != nil {
 		gt.gdbNo = m[1]
+		gt.chain = m[2] == chainHeader
 		gt.t.Tid, gt.t.Name = parseLWP(m[2])
 		if row := p.tableRow(gt.gdbNo, gt.t.Tid); row != nil {
 			// the backtrace of a thread `info threads` listed: its frames
@@ -612,6 +615,18 @@ func (p *gdbParser) seal(gt *gdbThread) {
 	gt.t.Stack = p.stacks.share(gt.t.Stack, scratch)
 	gt.hasAddr = nil
 	gt.sealed = true
+}
+
+// threadNo is s when it is a gdb thread number ("14", "2.1"), else "".
+func threadNo(s string) string {
+	i := digitsEnd(s, 0)
+	if i > 0 && i < len(s) && s[i] == '.' {
+		i = digitsEnd(s, i+1)
+	}
+	if i == 0 || i != len(s) || i > 12 {
+		return ""
+	}
+	return s
 }
 
 // parseLWP reads the tid and the name from the inside of a thread header:
@@ -814,6 +829,9 @@ func (p *gdbParser) finish() {
 		}
 		if gt.t.Stack == nil {
 			gt.t.Stack = []Frame{}
+		}
+		if !gt.chain {
+			gt.t.Number = gt.gdbNo
 		}
 		p.proc.Threads = append(p.proc.Threads, gt.t)
 		if (gt.gdbNo == "1" || gt.gdbNo == "1.1") && p.proc.Pid == 0 && gt.t.Tid > 0 {

@@ -369,15 +369,16 @@ Thread 4 (Thread 0x7f0000000800 (LWP 1240
 		t.Fatalf("pid %d, %d threads", p.Pid, len(p.Threads))
 	}
 	type row struct {
+		no    string
 		tid   int
 		name  string
 		n     int
 		notes int
 	}
-	want := []row{{1235, "", 2, 0}, {1234, `a (weird) \"name`, 2, 2}, {1233, "", 1, 0}, {0, "", 1, 2}, {0, "", 1, 0}}
+	want := []row{{"3", 1235, "", 2, 0}, {"2.1", 1234, `a (weird) \"name`, 2, 2}, {"1", 1233, "", 1, 0}, {"4", 0, "", 1, 2}, {"", 0, "", 1, 0}}
 	for i, w := range want {
 		th := p.Threads[i]
-		if got := (row{th.Tid, th.Name, len(th.Stack), len(th.Notes)}); got != w {
+		if got := (row{th.Number, th.Tid, th.Name, len(th.Stack), len(th.Notes)}); got != w {
 			t.Errorf("thread %d: %+v (notes %q), want %+v", i, got, th.Notes, w)
 		}
 	}
@@ -406,6 +407,47 @@ func TestParseGDBSwitchingToThreadNumber(t *testing.T) {
 		if p.Pid != pid || len(p.Threads) != 1 || p.Threads[0].Tid != 2268 {
 			t.Errorf("thread %s: pid %d, %d threads, want pid %d and thread 2268", no, p.Pid, len(p.Threads), pid)
 		}
+	}
+}
+
+// A `thread N` + `bt` session keeps gdb's thread number, which the
+// paste's reader names the thread by, and says the process had at least
+// N threads (corpus gdb-istgt-197: "[Switching to thread 14 (Thread 0x…
+// (LWP 2268))]", the source line echoed with blanks for its tab).
+func TestParseGDBSwitchedThreadNumber(t *testing.T) {
+	in := `(gdb) thread 14
+[Switching to thread 14 (Thread 0x7f904e3fe700 (LWP 2268))]
+#0  __lll_lock_wait () at ../sysdeps/unix/sysv/linux/x86_64/lowlevellock.S:135
+135    ../sysdeps/unix/sysv/linux/x86_64/lowlevellock.S: No such file or directory.
+(gdb) bt
+#0  __lll_lock_wait () at ../sysdeps/unix/sysv/linux/x86_64/lowlevellock.S:135
+#1  0x00007f905120adbd in __GI___pthread_mutex_lock (mutex=mutex@entry=0x7f90503a14e0) at ../nptl/pthread_mutex_lock.c:80
+#2  0x000000000043c7a0 in worker (arg=0x7f90500b0000) at istgt_iscsi.c:6286
+(gdb) thread 1.2
+[Current thread is 1.2 (Thread 0x7f904e3ff700 (LWP 2269))]
+(gdb) bt
+#0  0x000000000043c7a0 in other () at istgt_iscsi.c:6286
+`
+	snap, skipped, _, err := Parse(strings.NewReader(in), "")
+	if err != nil || len(skipped) != 0 {
+		t.Fatalf("err %v skipped %v", err, skipped)
+	}
+	p := snap.Processes[0]
+	if len(p.Threads) != 2 {
+		t.Fatalf("%d threads", len(p.Threads))
+	}
+	for i, w := range []struct {
+		no  string
+		tid int
+		n   int
+	}{{"14", 2268, 3}, {"1.2", 2269, 1}} {
+		th := p.Threads[i]
+		if th.Number != w.no || th.Tid != w.tid || len(th.Stack) != w.n {
+			t.Errorf("thread %d: number %q tid %d, %d frames; want %+v", i, th.Number, th.Tid, len(th.Stack), w)
+		}
+	}
+	if n := strings.Join(p.Notes, "|"); !strings.Contains(n, "holds 2 of the process's 14 or more threads") {
+		t.Errorf("notes %q", p.Notes)
 	}
 }
 

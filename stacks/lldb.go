@@ -245,7 +245,7 @@ func (p *lldbParser) header(l textLine, t string) bool {
 	pr := p.process()
 	lt := pr.byIndex[idx]
 	if lt == nil {
-		lt = &lldbThread{t: &Thread{}, index: idx}
+		lt = &lldbThread{t: &Thread{Number: strconv.Itoa(idx)}, index: idx}
 		pr.byIndex[idx] = lt
 		pr.threads = append(pr.threads, lt)
 	} else {

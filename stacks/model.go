@@ -125,6 +125,12 @@ type Thread struct {
 	// Notes say why the stack may be incomplete (the thread could not be
 	// stopped in time, the unwinder lost its way at a frame).
 	Notes []string `json:"notes,omitempty"`
+	// Number is the thread's number as the dump's tool printed it, the
+	// one people name a thread by in a paste: gdb's "Thread 14 (Thread
+	// 0x… (LWP 2268))" or "[Switching to thread 14 (…)]" ("2.1" with
+	// several inferiors), lldb's "thread #3". Absent when the source
+	// numbers no threads (a live attach names them by Tid).
+	Number string `json:"number,omitempty"`
 	// Handle is the thread's id as a runtime printed it when the dump
 	// gives no kernel tid: the pthread_t of a CPython faulthandler dump
 	// or of py-spy on macOS (0x7f…). Tid is then 0.

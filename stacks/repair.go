@@ -499,6 +499,10 @@ func (rp *repairer) unwrap(l repLine) repLine {
 	return l
 }
 
+// chainHeader is what the thread header of a hand-written chain holds
+// where gdb's holds the thread's id.
+const chainHeader = "hand-written chain"
+
 // chain reads a hand-written call chain ("main -> run -> lock" or
 // "lock <- run <- main") as a thread of frames, innermost first.
 func (rp *repairer) chain(l repLine) bool {
@@ -521,7 +525,7 @@ func (rp *repairer) chain(l repLine) bool {
 		}
 	}
 	rp.chainNo++
-	rp.out = append(rp.out, repLine{no: l.no, text: fmt.Sprintf("Thread %d (hand-written chain):", rp.chainNo)})
+	rp.out = append(rp.out, repLine{no: l.no, text: fmt.Sprintf("Thread %d (%s):", rp.chainNo, chainHeader)})
 	for i, p := range parts {
 		rp.out = append(rp.out, repLine{no: l.no, text: fmt.Sprintf("#%d  %s ()", i, strings.TrimSuffix(p, "()"))})
 	}

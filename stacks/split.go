@@ -476,6 +476,14 @@ func (p *piece) count(t string) bool {
 		if gdbNewLWPRE.MatchString(t) {
 			p.counts.newLWP++
 		}
+	case strings.HasPrefix(t, "[Switching to thread ") || strings.HasPrefix(t, "[Current thread is "):
+		// "[Switching to thread 14 (…)]": a process of 14 threads or more
+		if m := switchRE.FindStringSubmatch(t); m != nil {
+			no, _, _ := strings.Cut(threadNo(m[1]), ".")
+			if n, err := strconv.Atoi(no); err == nil && n < 1<<20 {
+				p.counts.maxThread = max(p.counts.maxThread, n)
+			}
+		}
 	}
 	return true
 }
