@@ -72,7 +72,11 @@ type gdbThread struct {
 	// onScratch: its Stack and hasAddr are the parser's scratch buffers
 	onScratch bool
 	table     bool // read from an `info threads` row: one frame, until its backtrace comes
-	chain     bool // a hand-written call chain (repair.go): its number is the repair's own
+	chain     bool // a hand-written call chain (repair.go): its frames are the lines after its header
+	chainLine int  // the chain's last line so far
+	// ownNo: gdbNo is the paste's own thread number (not the repair's
+	// count of chains)
+	ownNo bool
 }
 
 // gdbFrame is what parseGDBFrame makes of one frame's text.
@@ -97,9 +101,13 @@ type gdbParser struct {
 	scratchBusy bool
 	stacks      stackTable
 
-	ctxTid int    // from "[Switching to thread …]" / "[Current thread is …]"
-	ctxNo  string // gdb's number of that thread
-	notes  map[string]bool
+	ctxTid  int    // from "[Switching to thread …]" / "[Current thread is …]"
+	ctxNo   string // gdb's thread number from the same line, or from a person's (proseThread)
+	proseNo bool   // ctxNo is a person's
+	// pendingNotes are a reader's notes above the next thread's frames
+	pendingNotes []string
+	endsOnFrame  bool // the last line read so far is (the end of) a frame
+	notes        map[string]bool
 
 	firstText int // first non-blank line, for the error
 	// lastText and prevText are the numbers of the last non-blank line
@@ -174,10 +182,12 @@ func (p *gdbParser) item(i int, l textLine) int {
 	if last, ok := p.infoThreads(i, l); ok {
 		return last
 	}
+	p.endsOnFrame = false
 	if num, ok := frameNumber(l.text); ok {
 		text, last := p.joinWrapped(i, l.text)
 		lastLine, _ := p.win.line(last)
 		p.frame(l, num, text[1+len(num):], lastLine.cut || l.cut)
+		p.endsOnFrame = true
 		return last
 	}
 	if strings.HasPrefix(l.text, "Thread ") {
@@ -193,10 +203,16 @@ func (p *gdbParser) item(i int, l textLine) int {
 	if p.pyBT(l) {
 		return i
 	}
+	if p.readerNote(i, l) {
+		return i
+	}
 	if p.cur != nil && len(p.cur.t.Stack) > 0 && l.indent >= 2 {
 		return i // a `bt full` local, indented under its frame
 	}
 	if p.meta(l) {
+		return i
+	}
+	if p.proseThread(l.text) {
 		return i
 	}
 	if p.cur != nil && len(p.cur.t.Stack) > 0 && p.isLocal(l) {
@@ -210,6 +226,50 @@ func (p *gdbParser) item(i int, l textLine) int {
 	}
 	p.skip(l.no, "not a stack")
 	return i
+}
+
+// readerNoteRE is a sentence a person wrote between frames: "The arena
+// lock is acquired at line src/arena.c:2853 in arena_dalloc_bin_run".
+// A `bt full` local always has its " = ".
+var readerNoteRE = regexp.MustCompile(`^[A-Z][a-z']*(?: [\w'./:,()-]+){2,}[.!]?$`)
+
+// readerNote keeps a person's sentence right above a frame (line i+1)
+// as a note of the thread, saying where it stood: what it says (where a
+// lock was taken) is evidence a reader of the report needs beside the
+// frames.
+func (p *gdbParser) readerNote(i int, l textLine) bool {
+	t := l.text
+	if strings.Contains(t, " = ") || strings.HasPrefix(t, "Thread ") || !readerNoteRE.MatchString(t) {
+		return false
+	}
+	if next, ok := p.win.line(i + 1); !ok || next.text == "" || next.text[0] != '#' {
+		return false
+	} else if _, ok := frameNumber(next.text); !ok {
+		return false
+	}
+	if gt := p.cur; gt != nil && len(gt.t.Stack) > 0 {
+		p.threadNote(gt, fmt.Sprintf("line %d: a reader's note after frame #%d (%s): %q", l.no, gt.lastNo, gt.t.Stack[len(gt.t.Stack)-1].Name(), t))
+	} else {
+		p.pendingNotes = append(p.pendingNotes, fmt.Sprintf("line %d: a reader's note above the first frame: %q", l.no, t))
+	}
+	return true
+}
+
+// proseRE is a person's line that names the thread whose frames follow:
+// "Thread 1 is trying to get a lock in a free() :".
+var proseRE = regexp.MustCompile(`^[Tt]hread (\d{1,6}) (?:is|was|has|holds|waits|tries|blocks|hangs|gets|takes)\b.*:$`)
+
+// proseThread takes the thread number from a person's line that names
+// the thread of the frames under it, for the thread they begin.
+func (p *gdbParser) proseThread(t string) bool {
+	m := proseRE.FindStringSubmatch(t)
+	if m == nil {
+		return false
+	}
+	p.seal(p.cur)
+	p.cur = nil
+	p.ctxTid, p.ctxNo, p.proseNo = 0, m[1], true
+	return true
 }
 
 // isWrappedLocation says whether line i starts a stop location that gdb
@@ -477,7 +537,9 @@ func (p *gdbParser) header(l textLine, m []string) {
 	gt := &gdbThread{t: &Thread{}, header: true, lastNo: -1}
 	if m != nil {
 		gt.gdbNo = m[1]
-		gt.chain = m[2] == chainHeader
+		gt.chain = m[2] == chainHeader || m[2] == numberedChainHeader
+		gt.chainLine = l.no
+		gt.ownNo = m[2] != chainHeader
 		gt.t.Tid, gt.t.Name = parseLWP(m[2])
 		if row := p.tableRow(gt.gdbNo, gt.t.Tid); row != nil {
 			// the backtrace of a thread `info threads` listed: its frames
@@ -672,6 +734,14 @@ func (p *gdbParser) frame(l textLine, numStr, body string, cut bool) {
 	}
 	body = strings.TrimSpace(body)
 	gt := p.cur
+	if gt != nil && gt.chain {
+		if l.no != gt.chainLine+1 {
+			p.seal(gt) // a hand-written chain's frames follow its header: these are gdb's
+			gt, p.cur = nil, nil
+		} else {
+			gt.chainLine = l.no
+		}
+	}
 	switch {
 	case gt == nil && num == 0 && p.rowOfBT(body) != nil:
 		gt = p.fromRow(p.rowOfBT(body)) // `bt` after `info threads`: the row's thread
@@ -693,6 +763,10 @@ func (p *gdbParser) frame(l textLine, numStr, body string, cut bool) {
 	}
 	if len(gt.t.Stack) == 0 {
 		gt.rawFirst = body
+		for _, n := range p.pendingNotes {
+			p.threadNote(gt, n)
+		}
+		p.pendingNotes = nil
 	}
 	if num > gt.lastNo+1 {
 		p.threadNote(gt, missingFrames(gt.lastNo, num))
@@ -722,6 +796,9 @@ func (p *gdbParser) frame(l textLine, numStr, body string, cut bool) {
 // pasted without it); its tid is known only from a "[Switching to …]".
 func (p *gdbParser) implicitThread() *gdbThread {
 	gt := &gdbThread{t: &Thread{Tid: p.ctxTid}, gdbNo: p.ctxNo, lastNo: -1}
+	if p.proseNo {
+		p.ctxNo, p.proseNo = "", false // a person named this one thread
+	}
 	p.seal(p.cur)
 	p.threads = append(p.threads, gt)
 	p.cur = gt
@@ -765,6 +842,14 @@ func parseGDBFrame(body string) (f Frame, hasAddr, complete bool) {
 	if name == "??" {
 		name = ""
 	}
+	if !complete && strings.HasSuffix(name, "()") && parenDepth(name) == 0 {
+		// "arena_malloc() at src/arena.c:12" (Android's debuggerd, a
+		// person's copy): no argument list, the name's own "()"
+		complete = true
+		if isCIdent(name[:len(name)-2]) {
+			name = name[:len(name)-2]
+		}
+	}
 	f.Func = name
 	f.Args = parseGDBArgList(args)
 	return f, hasAddr, complete
@@ -806,16 +891,34 @@ func parseTrailer(f *Frame, body string) string {
 // finish drops gdb's echoes of frame #0, marks inlined frames and fills
 // the process.
 func (p *gdbParser) finish() {
+	if gt := p.cur; gt != nil && p.endsOnFrame && !gt.chain && len(gt.t.Stack) > 1 {
+		// an excerpt that ends on a frame short of the thread's first
+		// function: what called it (a signal handler, the lock's first
+		// taker) was cut away
+		if f := gt.t.Stack[len(gt.t.Stack)-1]; f.Func != "" && !flEntryFunc[FuncBase(f.Func)] && !strings.HasPrefix(f.Func, "__clone") && !strings.HasPrefix(f.Func, "__libc_start") {
+			p.threadNote(gt, fmt.Sprintf("the paste ends at frame #%d (%s), before the thread's first function (start_thread, clone, main): the stack below it is cut", gt.lastNo, f.Func))
+		}
+	}
 	firsts := map[string]int{} // raw #0 line -> threads with more than that frame
 	for _, gt := range p.threads {
 		if len(gt.t.Stack) > 1 {
 			firsts[gt.rawFirst]++
 		}
 	}
+	framed := map[string]bool{} // thread numbers whose gdb frames the paste holds
+	for _, gt := range p.threads {
+		if !gt.chain && gt.gdbNo != "" && len(gt.t.Stack) > 0 {
+			framed[gt.gdbNo] = true
+		}
+	}
 	rows := 0
 	for _, gt := range p.threads {
 		if !gt.header && !gt.table && len(gt.t.Stack) == 1 && firsts[gt.rawFirst] > 0 {
 			continue // the stop location gdb printed before the backtraces
+		}
+		if gt.chain && gt.ownNo && framed[gt.gdbNo] {
+			p.note(fmt.Sprintf("thread %s's hand-written call chain left out: the paste holds its frames", gt.gdbNo))
+			continue
 		}
 		if gt.table {
 			rows++
@@ -830,7 +933,7 @@ func (p *gdbParser) finish() {
 		if gt.t.Stack == nil {
 			gt.t.Stack = []Frame{}
 		}
-		if !gt.chain {
+		if !gt.chain || gt.ownNo {
 			gt.t.Number = gt.gdbNo
 		}
 		p.proc.Threads = append(p.proc.Threads, gt.t)

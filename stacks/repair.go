@@ -385,9 +385,10 @@ func (rp *repairer) repair() (repLine, bool) {
 				rp.fixed(l.no, "a reader's marks (arrows, '<-- …' notes) removed")
 			}
 		}
+		linked := false
 		if strings.Contains(l.text, "<http") {
 			if t := autolinkRE.ReplaceAllString(l.text, ""); t != l.text {
-				l.text = t
+				l.text, linked = t, true
 				rp.fixed(l.no, "GitHub's links on frame numbers (#5 <https://github.com/…/issues/5>) removed")
 			}
 		}
@@ -404,11 +405,15 @@ func (rp *repairer) repair() (repLine, bool) {
 				rp.fixed(l.no, "goroutine ids written by hand (goroutine NNNNN) numbered from 1000001")
 			}
 		}
-		if t := strings.TrimSpace(l.text); len(t) > 1 && t[0] == '#' && isDigit(t[1]) && !strings.ContainsAny(t, " \t") && emptyFrameRE.MatchString(l.text) {
+		if t := strings.TrimSpace(l.text); !linked && len(t) > 1 && t[0] == '#' && isDigit(t[1]) && !strings.ContainsAny(t, " \t") && emptyFrameRE.MatchString(l.text) {
 			l.text = strings.TrimRight(l.text, " \t") + "  <signal handler called>"
 			rp.fixed(l.no, "an empty frame line read as <signal handler called> (Markdown drops text in <…>)")
 		}
-		return rp.unwrap(l), true
+		l = rp.unwrap(l)
+		if lead(l.text) == '#' {
+			l = rp.joinFlush(l, linked) // repair_frames.go
+		}
+		return l, true
 	}
 }
 
@@ -499,16 +504,15 @@ func (rp *repairer) unwrap(l repLine) repLine {
 	return l
 }
 
-// chainHeader is what the thread header of a hand-written chain holds
-// where gdb's holds the thread's id.
-const chainHeader = "hand-written chain"
-
 // chain reads a hand-written call chain ("main -> run -> lock" or
 // "lock <- run <- main") as a thread of frames, innermost first.
 func (rp *repairer) chain(l repLine) bool {
 	t := strings.TrimSpace(l.text)
 	if !strings.Contains(t, "->") && !strings.Contains(t, "<-") && !strings.Contains(t, "→") && !strings.Contains(t, "←") {
 		return false
+	}
+	if rp.threadChain(l) { // repair_chain.go: "thread 8 -> malloc locks … -> …"
+		return true
 	}
 	parts := chainSepRE.Split(t, -1)
 	if len(parts) < 3 {
