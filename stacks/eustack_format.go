@@ -45,8 +45,8 @@ func sniffEUStack(head []byte) int {
 			for j < len(rest) && isHex(rest[j]) {
 				j++
 			}
-			if j == 2 || bytes.HasPrefix(rest[j:], []byte(" in ")) || j < len(rest) && rest[j] != ' ' {
-				continue
+			if j == 2 || bytes.HasPrefix(rest[j:], []byte(" in ")) || j < len(rest) && rest[j] != ' ' || cdModuleTailRE.Match(rest) {
+				continue // gdb's " in ", systemd-coredump's "(libc.so.6 + 0x…)"
 			}
 			score++
 			frames++

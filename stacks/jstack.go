@@ -46,8 +46,9 @@ var (
 	// IntelliJ's "waiting for GstBus@1407 to release lock on <0x5b9> (a X)"
 	jIdeaWaitRE = regexp.MustCompile(`^waiting for (\S+) to release lock on <(0x[0-9a-fA-F]+)> \(a ([^)]+)\)`)
 	jPidRE      = regexp.MustCompile(`^\d+:$`)
+	jHeadingRE  = regexp.MustCompile(`^(?:Found (?:one|a total of \d+) Java-level deadlocks?|Java stack information for the threads listed above)`)
 	jDateRE     = regexp.MustCompile(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$`)
-	jSniffRE    = regexp.MustCompile(`(?m)^[\s>]*"[^"\n]*"(?: #\d+)?(?: daemon)? .*\bnid=|java\.lang\.Thread\.State: |^[\s>]*Found (?:one|\d+) Java-level deadlock|^[\s>]*- (?:waiting to lock|locked|parking to wait for) +<0x`)
+	jSniffRE    = regexp.MustCompile(`(?m)^[\s>]*"[^"\n]*"(?: #\d+)?(?: daemon)? .*\bnid=|java\.lang\.Thread\.State: |^[\s>]*(?:# )?Found (?:one|\d+) Java-level deadlock|^[\s>]*- (?:waiting to lock|locked|parking to wait for) +<0x`)
 )
 
 func sniffJstack(head []byte) int {
@@ -55,7 +56,7 @@ func sniffJstack(head []byte) int {
 }
 
 func beginsJstack(t, next string) bool {
-	return strings.HasPrefix(t, "Full thread dump ") || t == "Found one Java-level deadlock:"
+	return strings.HasPrefix(t, "Full thread dump ") || strings.TrimPrefix(t, "# ") == "Found one Java-level deadlock:"
 }
 
 // jThread is a thread as read, with the objects it waits on and holds.
@@ -87,7 +88,17 @@ func ParseJstack(r io.Reader) (*Snapshot, []Skipped, error) {
 			proc.Threads = append(proc.Threads, jt.t)
 		}
 		if p.summaryOnly {
-			proc.Notes = append(proc.Notes, "only the JVM's deadlock summary is in the paste: the threads' stacks are not; `jstack -l PID` (or `jcmd PID Thread.print -l`) prints them")
+			withStack := 0
+			for _, jt := range p.threads {
+				if len(jt.t.Stack) > 0 {
+					withStack++
+				}
+			}
+			if withStack == 0 {
+				proc.Notes = append(proc.Notes, "only the JVM's deadlock summary is in the paste: the threads' stacks are not; `jstack -l PID` (or `jcmd PID Thread.print -l`) prints them")
+			} else {
+				proc.Notes = append(proc.Notes, fmt.Sprintf("the paste holds the JVM's deadlock section alone, with the stacks of %d of its %d threads: `jstack -l PID` (or `jcmd PID Thread.print -l`) prints every thread", withStack, len(p.threads)))
+			}
 		}
 		snap = &Snapshot{Schema: Schema, Source: "jstack", Samples: 1, Processes: []*Process{proc}}
 		snap.Evidence.Owners = true
@@ -119,6 +130,9 @@ func (p *jParser) line(l textLine) {
 		return
 	}
 	t := l.text
+	if strings.HasPrefix(t, "# ") && jHeadingRE.MatchString(t[2:]) {
+		t = t[2:] // Markdown made the JVM's "=====" underlined line a heading
+	}
 	if len(p.threads) == 0 && p.pid == 0 && jPidRE.MatchString(t) {
 		p.pid, _ = strconv.Atoi(strings.TrimSuffix(t, ":")) // jcmd's first line
 		return
@@ -143,10 +157,21 @@ func (p *jParser) line(l textLine) {
 		return
 	}
 	if p.repeat {
-		if jSumThreadRE.MatchString(t) || strings.HasPrefix(t, "at ") || strings.HasPrefix(t, "- ") {
-			return // the stacks again, as read above
+		if m := jSumThreadRE.FindStringSubmatch(t); m != nil {
+			// the stacks again, as read above; but a paste of the
+			// deadlock section alone has them only here
+			p.cur = nil
+			if jt := p.byName[m[1]]; jt != nil && len(jt.t.Stack) == 0 {
+				p.cur = jt
+			}
+			return
 		}
-		p.repeat = false
+		if (strings.HasPrefix(t, "at ") || strings.HasPrefix(t, "- ")) && p.cur == nil {
+			return
+		}
+		if !strings.HasPrefix(t, "at ") && !strings.HasPrefix(t, "- ") {
+			p.repeat = false
+		}
 	}
 	if m := jHeaderRE.FindStringSubmatch(t); m != nil && strings.HasPrefix(t, "\"") {
 		p.header(m)

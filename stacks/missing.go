@@ -56,6 +56,8 @@ func WhatToPaste(source string) string {
 		return "paste the whole goroutine dump (`kill -QUIT PID`, or /debug/pprof/goroutine?debug=2), or run `hangdoc attach PID`"
 	case "faulthandler", "python-traceback", "py-spy":
 		return "paste `py-spy dump --native --pid PID` (every thread, native frames and the GIL), or run `hangdoc attach PID`"
+	case "systemd-coredump":
+		return "run `coredumpctl debug PID` and paste gdb's `thread apply all bt full` (arguments, every thread), or run `hangdoc analyze` on the core with --exe"
 	case "jstack":
 		return "paste `jstack -l PID` (or `jcmd PID Thread.print -l`) of the whole JVM"
 	case "sample", "spindump":

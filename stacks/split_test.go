@@ -82,6 +82,7 @@ var representatives = []string{
 	"goroutines/abba_sigquit.txt", "faulthandler/lock_sigabrt.txt", "py-spy/lock.txt",
 	"hangdoc-json/pyfork_lock_attach.json", "sample/mlx_fence_spin.txt", "spindump/mutex_o2_heavy.txt",
 	"jstack/monitor_abba.txt", "jstack/jcmd_thread_print_monitor.txt", "pprof-goroutine/abba_debug1.txt", "delve/abba_stack_full.txt",
+	"systemd-coredump/libvirt_bots_1350_excerpt.txt",
 }
 
 // pairFloor is the share of the sampled pairs of all stored dumps that
@@ -169,7 +170,7 @@ func headed(name string) bool {
 	case "frames", "python-traceback", "ips":
 		return false // no header (an .ips paste is cut mid-JSON)
 	}
-	return !strings.HasPrefix(file, "pasted_") && !strings.HasPrefix(file, "intellij_") && file != "mailcore2_webthread.txt" && !strings.HasPrefix(file, "yunikorn_") && file != "lock_sigusr2_current_only.txt"
+	return !strings.HasPrefix(file, "pasted_") && !strings.HasPrefix(file, "intellij_") && file != "mailcore2_webthread.txt" && !strings.HasPrefix(file, "yunikorn_") && file != "lock_sigusr2_current_only.txt" && file != "varnish_4121_threads_excerpt.txt"
 }
 
 // containsAll says whether have holds every element of want, as many
