@@ -192,6 +192,42 @@ func ctorFrame(f stacks.Frame) bool {
 	return strings.HasPrefix(k, "GLOBAL__sub_I_") || strings.HasPrefix(k, "static_initialization_and_destruction") || k == "do_global_ctors_aux"
 }
 
+// loadedCtors returns the outermost frame of the static constructors a
+// stack runs (through the object's _init), and whether what called them
+// is the loader running a loaded object's constructors rather than the
+// program's start: a program's constructors are called by libc's start
+// code (__libc_csu_init, __libc_start_main), or by ld.so's _dl_init from
+// _dl_start_user before main; any other caller (call_init, _dl_init
+// under dlopen, an unsymbolised frame, as ld.so's often are) is dlopen's,
+// which holds the loader lock while they run. A stack that ends in the
+// constructors says nothing.
+func loadedCtors(st []stacks.Frame) (int, bool) {
+	i := 0
+	for i < len(st) && !ctorFrame(st[i]) {
+		i++
+	}
+	if i == len(st) {
+		return -1, false
+	}
+	for i+1 < len(st) && (ctorFrame(st[i+1]) || funcKey(st[i+1]) == "init") {
+		i++
+	}
+	if i+1 == len(st) {
+		return i, false
+	}
+	switch funcKey(st[i+1]) {
+	case "libc_csu_init", "libc_start_main", "libc_start_call_main", "libc_start_main_impl":
+		return i, false
+	}
+	for _, f := range st[i+1:] {
+		switch funcKey(f) {
+		case "dl_start_user", "dl_start", "dl_start_final":
+			return i, false // ld.so running the first constructors, before main
+		}
+	}
+	return i, true
+}
+
 // signalFrame returns the index of the innermost signal frame, -1 when
 // the stack has none: frames before it run in the handler, frames after
 // it were interrupted.

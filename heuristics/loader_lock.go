@@ -119,6 +119,9 @@ func loaderEntry(stack []stacks.Frame) string {
 			return frameName(stack[i])
 		}
 	}
+	if i, ok := loadedCtors(stack); ok {
+		return frameName(stack[i]) // the loaded object's constructors, called by the loader
+	}
 	return "?"
 }
 

@@ -56,6 +56,9 @@ func loaderSide(t *stacks.Thread) string {
 	if inLoader(t.Stack[caller:]) && !atStartup(t.Stack) {
 		return "inside-loader"
 	}
+	if _, ok := loadedCtors(t.Stack[caller:]); ok {
+		return "inside-loader"
+	}
 	return ""
 }
 

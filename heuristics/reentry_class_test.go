@@ -87,6 +87,18 @@ func TestConstructorUnderCallInit(t *testing.T) {
 	if d, ok := top(ctor("__libc_csu_init", "__libc_start_main", "_start")); ok && d.ID == "loader-lock" {
 		t.Errorf("the program's own start-up constructors: %s", d.Summary)
 	}
+	// through the object's _init, called by a frame without a symbol (ld.so's, often): dlopen's
+	if d, ok := top(ctor("__do_global_ctors_aux", "_init", "??")); !ok || d.ID != "loader-lock" {
+		t.Errorf("constructors under _init and ??: top verdict %s %s, want loader-lock", d.ID, d.Summary)
+	}
+	// ld.so running a library's constructors before main holds no lock another thread could want
+	if d, ok := top(ctor("call_init", "_dl_init", "_dl_start_user")); ok && d.ID == "loader-lock" {
+		t.Errorf("constructors at start-up: %s", d.Summary)
+	}
+	// a paste that ends in the constructors says nothing of who called them
+	if d, ok := top(ctor()); ok && d.ID == "loader-lock" {
+		t.Errorf("constructors at the cut: %s", d.Summary)
+	}
 	// call_init that runs no constructor is any program's function
 	if d, ok := top(pasted(proc(0, thread(0, "", "__lll_lock_wait", "pthread_mutex_lock", "Registry::add", "call_init", "main")))); ok && d.ID == "loader-lock" {
 		t.Errorf("an application's call_init: %s", d.Summary)
