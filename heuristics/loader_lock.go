@@ -2,6 +2,7 @@ package heuristics
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/hangdoc/hangdoc/stacks"
@@ -52,6 +53,8 @@ type loaderWait struct {
 	inLoader  ThreadRef
 	forLoader []ThreadRef
 	cycle     []Edge // from the graph when owners were read, starting at inLoader
+	// cut: the threads' stacks end above their waits (cutInversion)
+	cut bool
 }
 
 // findLoaderWaits finds cycles through the loader lock in the graph and,
@@ -106,9 +109,41 @@ func detectLoaderWaits(a *analysis) []loaderWait {
 		}
 		if lw.inLoader.Thread != nil && len(lw.forLoader) > 0 {
 			found = append(found, lw)
+		} else if lw, ok := a.cutInversion(p); ok {
+			found = append(found, lw)
 		}
 	}
 	return found
+}
+
+// cutInversion finds, in a process none of whose threads runs, the
+// loader lock and an allocator's lock taken in opposite orders by two
+// threads whose pasted stacks end above their waits (the frames of the
+// wait cut, or a person's chain of the calls that matter): one is in the
+// allocator, called from inside the loader (dlopen, dlclose, a
+// constructor: it holds the loader lock), the other in the loader,
+// called from inside the allocator (a stack trace taken in malloc walks
+// the loaded objects: it holds the allocator's lock). Each most likely
+// waits for what the other holds.
+func (a *analysis) cutInversion(p *stacks.Process) (loaderWait, bool) {
+	var lw loaderWait
+	for _, t := range p.Threads {
+		if a.running(t) {
+			return loaderWait{}, false
+		}
+		if class, _ := a.wait(t); class != notWaiting || len(t.Stack) < 2 {
+			continue
+		}
+		top, below := t.Stack[0], t.Stack[1:]
+		switch {
+		case lw.inLoader.Thread == nil && allocatorFrame(top) && inLoader(below):
+			lw.inLoader = ThreadRef{p, t}
+		case isLoaderFrame(top) && slices.ContainsFunc(below, allocatorFrame):
+			lw.forLoader = append(lw.forLoader, ThreadRef{p, t})
+		}
+	}
+	lw.cut = true
+	return lw, lw.inLoader.Thread != nil && len(lw.forLoader) > 0
 }
 
 // loaderEntry is the outermost loader frame: how the thread got into the
@@ -147,6 +182,23 @@ func matchLoaderLock(a *analysis) []Diagnosis {
 			var refs []ThreadRef
 			for _, e := range lw.cycle {
 				refs = append(refs, e.From)
+			}
+			d.Pids, d.Tids = orderRefs(refs...)
+		} else if lw.cut {
+			d.Confidence = Low
+			first := lw.forLoader[0].Thread
+			d.Summary = fmt.Sprintf("%s is in the allocator (`%s`) called from inside the dynamic loader (`%s`), while %s is in the loader (`%s`) called from inside the allocator: the loader lock and the allocator's lock taken in opposite orders, each thread most likely waiting for what the other holds",
+				threadLabel(in), frameName(in.Stack[0]), loaderEntry(in.Stack), threadLabel(first), frameName(first.Stack[0]))
+			d.Chain = []string{
+				fmt.Sprintf("%s entered the loader through `%s`, which holds the loader lock, and there calls the allocator (`%s`), which takes the allocator's lock", threadLabel(in), loaderEntry(in.Stack), frameName(in.Stack[0])),
+			}
+			for _, r := range lw.forLoader {
+				d.Chain = append(d.Chain, fmt.Sprintf("%s is inside the allocator and calls the loader (`%s`, which takes the loader lock): it holds the allocator's lock while it waits for the loader's", threadLabel(r.Thread), frameName(r.Thread.Stack[0])))
+			}
+			d.Evidence = []string{"the pasted stacks end above the waits (their lock frames are not in the paste) and no mutex owner was read: the cycle is inferred from where each thread is"}
+			refs := append([]ThreadRef{lw.inLoader}, lw.forLoader...)
+			for _, r := range refs {
+				d.Evidence = append(d.Evidence, stackLine(r.Thread))
 			}
 			d.Pids, d.Tids = orderRefs(refs...)
 		} else {

@@ -198,3 +198,29 @@ func TestHandlerSignature(t *testing.T) {
 		}
 	}
 }
+
+// Two threads whose pasted stacks end above their waits: one in the
+// allocator called from inside dlclose, one in the loader called from
+// inside the allocator (a stack trace taken in malloc). The loader lock
+// and the allocator's are taken in opposite orders: a loader-lock cycle,
+// hedged. Either thread alone, or both calls in the same order, is none.
+func TestLoaderAllocatorInversionAboveTheCut(t *testing.T) {
+	inLoader := func() *stacks.Thread {
+		return thread(0, "", "je_arena_dalloc_large", "free", "_dl_close_worker", "_dl_close", "dlclose", "plugin_unload", "main")
+	}
+	inAlloc := func() *stacks.Thread {
+		return thread(0, "", "dl_iterate_phdr", "_Unwind_Backtrace", "backtrace", "je_prof_backtrace", "je_malloc", "worker", "start_thread")
+	}
+	d, ok := top(pasted(proc(0, inLoader(), inAlloc())))
+	if !ok || d.ID != "loader-lock" || d.Confidence != Low {
+		t.Fatalf("top verdict %s (%s) %s, want loader-lock, low", d.ID, d.Confidence, d.Summary)
+	}
+	has(t, "summary", d.Summary, "je_arena_dalloc_large", "dlclose", "dl_iterate_phdr", "opposite orders")
+	if d, ok := top(pasted(proc(0, inLoader()))); ok && d.ID == "loader-lock" {
+		t.Errorf("one side alone: %s", d.Summary)
+	}
+	// both threads inside the loader calling the allocator: the same order, no cycle
+	if d, ok := top(pasted(proc(0, inLoader(), inLoader()))); ok && d.ID == "loader-lock" {
+		t.Errorf("the same order twice: %s", d.Summary)
+	}
+}
