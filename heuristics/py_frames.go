@@ -130,7 +130,14 @@ func pyAcquireOnTop(st []stacks.Frame) bool {
 	if i := strings.LastIndexByte(name, '.'); i >= 0 {
 		name = name[i+1:]
 	}
-	return takesLocks(stacks.Frame{Func: name})
+	// acquire, _acquireLock, acquire_lock, lock, lock_table; not
+	// threading's _wait_for_tstate_lock (a join) or _acquire_restore (a
+	// condition's wait)
+	l := strings.ToLower(strings.TrimLeft(name, "_"))
+	if strings.Contains(l, "wait") || strings.Contains(l, "restore") || strings.Contains(l, "release") {
+		return false
+	}
+	return strings.HasPrefix(l, "acquire") || l == "lock" || strings.HasPrefix(l, "lock_")
 }
 
 // pyLockUse tells what a Python lock wait is for by the innermost Python

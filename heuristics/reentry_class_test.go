@@ -62,6 +62,12 @@ func TestPyAcquireInsideItsRelease(t *testing.T) {
 	if d, ok := top(other); ok && d.ID == "self-deadlock" && d.Confidence == Medium {
 		t.Errorf("no release on the stack, yet a medium self-deadlock: %s", d.Summary)
 	}
+	// threading's own waits named for their lock are no acquire: a join, a condition's wait
+	for _, fn := range []string{"_wait_for_tstate_lock", "_acquire_restore"} {
+		if c, _ := waitOf(pyStack(pyf(fn, "/usr/lib/python3.11/threading.py", 1116), pyf("main", "/app/main.py", 3))); c == waitPyLock {
+			t.Errorf("%s read as a lock acquire", fn)
+		}
+	}
 	// a traceback whose innermost frame takes nothing is no lock wait
 	none(t, "self-deadlock", pasted(proc(0, pyStack(
 		pyf("read_chunk", "/app/io.py", 12),
