@@ -211,21 +211,14 @@ func writeMarkdownDiagnosis(ew *errWriter, d heuristics.Diagnosis, listMax int) 
 }
 
 func writeMarkdownProcess(ew *errWriter, snap *stacks.Snapshot, proc *stacks.Process, lvl markdownLevel) {
-	cmd := strings.Join(proc.Cmdline, " ")
-	if cmd == "" {
-		cmd = proc.Exe
-	}
+	h := headOf(snap, proc)
 	ew.printf("#### Process %d", proc.Pid)
-	if cmd != "" {
-		ew.printf(": %s", codeSpan(cmd))
+	if h.cmd != "" {
+		ew.printf(": %s", codeSpan(h.cmd))
 	}
 	ew.printf("\n\n")
-	groups := stacks.GroupThreads(proc.Threads)
-	sampling := "1 sample"
-	if snap.Samples > 1 {
-		sampling = fmt.Sprintf("%d samples %v apart", snap.Samples, snap.Interval)
-	}
-	ew.printf("%s in %s · %s%s", plural(len(proc.Threads), unit(proc.Threads)), plural(len(groups), "group"), sampling, parentText(proc))
+	groups := h.groups
+	ew.printf("%s", h.summary)
 	if proc.Fork != nil {
 		ew.printf(" · forked from %d without exec", proc.Fork.ParentPid)
 	}

@@ -67,18 +67,10 @@ func Text(w io.Writer, res *heuristics.Result, opt TextOptions) error {
 }
 
 func writeProcess(ew *errWriter, p palette, snap *stacks.Snapshot, proc *stacks.Process, width int) {
-	cmd := strings.Join(proc.Cmdline, " ")
-	if cmd == "" {
-		cmd = proc.Exe
-	}
-	ew.printf("%s %s\n", p.head.Sprintf("pid %d", proc.Pid), Sanitize(cmd))
-	groups := stacks.GroupThreads(proc.Threads)
-	sampling := "1 sample"
-	if snap.Samples > 1 {
-		sampling = fmt.Sprintf("%d samples %v apart", snap.Samples, snap.Interval)
-	}
-	ew.printf("%s\n", p.dim.Sprintf("%s in %s · %s%s",
-		plural(len(proc.Threads), unit(proc.Threads)), plural(len(groups), "group"), sampling, parentText(proc)))
+	h := headOf(snap, proc)
+	ew.printf("%s %s\n", p.head.Sprintf("pid %d", proc.Pid), Sanitize(h.cmd))
+	groups := h.groups
+	ew.printf("%s\n", p.dim.Sprint(h.summary))
 	cpu := snap.Evidence.CPU
 	for _, g := range groups {
 		ew.printf("\n")
