@@ -18,15 +18,9 @@
  * __tz_convert ← localtime ← clock_main ← start_thread.
  * Expected verdict: signal-handler-reentry naming the clock thread.
  */
-#include "patient.h"
+#include "glibc_tzset_clock.h"
 
-#include <pthread.h>
-#include <stdatomic.h>
-#include <sys/stat.h>
-
-static _Atomic pid_t clock_tid;
 static _Atomic int in_handler;
-static volatile int sink;
 
 static PATIENT_NOINLINE int log_stamp(void)
 {
@@ -41,27 +35,8 @@ static PATIENT_NOINLINE void on_sigalrm(int sig)
 	sink += log_stamp() + sig;
 }
 
-static PATIENT_NOINLINE void *clock_main(void *arg)
-{
-	clock_tid = patient_gettid();
-	time_t now = time(NULL);
-	struct tm *tm = localtime(&now); /* blocks in open() of the FIFO, tzset_lock held */
-	sink += tm ? tm->tm_hour : 0;
-	return arg;
-}
-
 int main(void)
 {
-	char dir[] = "/tmp/hangdoc-tzfifo-XXXXXX";
-	if (mkdtemp(dir) == NULL)
-		patient_die("mkdtemp");
-	char fifo[64], tz[80];
-	snprintf(fifo, sizeof fifo, "%s/zone", dir);
-	if (mkfifo(fifo, 0600) != 0)
-		patient_die("mkfifo");
-	snprintf(tz, sizeof tz, ":%s", fifo);
-	setenv("TZ", tz, 1);
-
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_sigalrm;
@@ -70,18 +45,8 @@ int main(void)
 		patient_die("sigaction");
 
 	pthread_t c;
-	if ((errno = pthread_create(&c, NULL, clock_main, NULL)) != 0)
-		patient_die("pthread_create");
-	pthread_setname_np(c, "clock");
+	pid_t tid = clock_start(&c);
 	struct timespec ms = {0, 1000000};
-	pid_t tid;
-	while ((tid = clock_tid) == 0)
-		nanosleep(&ms, NULL);
-	/* open(2) of a FIFO with no writer sleeps in openat. */
-	while (!patient_blocked_in(tid, 257 /* openat */))
-		nanosleep(&ms, NULL);
-	unlink(fifo);
-	rmdir(dir);
 	pthread_kill(c, SIGALRM);
 	while (!in_handler)
 		nanosleep(&ms, NULL);
