@@ -162,7 +162,8 @@ func (a *analysis) graphConfidence() string {
 
 // LockDiagnosed reports whether a lock signature (fork-inherited-lock,
 // self-deadlock, signal-handler-reentry, loader-lock, lock-order-cycle,
-// orphaned-lock) explains a thread of the process. It runs their
+// orphaned-lock), or a runtime's own finding (runtimeClaims: Go's, the GIL's),
+// explains a thread of the process. It runs their
 // detectors on the graph, not their matchers, so signatures that defer
 // to the lock ones (lost-wakeup) stay independent of the order they run.
 func (a *analysis) LockDiagnosed(p *stacks.Process) bool {
@@ -198,12 +199,8 @@ func (a *analysis) LockDiagnosed(p *stacks.Process) bool {
 		for _, r := range findArgRelocks(a) {
 			mark(r.ref)
 		}
-		mark(findGILRetakes(a)...)
-		for _, f := range findGILDeadlocks(a) {
-			mark(f.holder)
-		}
 		for _, p := range a.Snap.Processes {
-			if len(a.stuckLockWaiters(p)) > 0 {
+			if len(a.stuckLockWaiters(p)) > 0 || runtimeClaims(a, p) {
 				a.lockPids[p] = true
 			}
 		}

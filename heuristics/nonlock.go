@@ -108,7 +108,7 @@ func factsOf(t *stacks.Thread) threadFacts {
 	last := f.samples[len(f.samples)-1]
 	f.zombie = last.State == "Z" || last.State == "X" || t.State == "Z" || t.State == "X"
 	f.kind, f.call = classifySample(last)
-	if k, call, ok := goWaitKind(t); ok {
+	if k, call, ok := runtimeWaitKind(t); ok {
 		f.kind, f.call = k, call // a goroutine's status says it better than frames without libc
 	}
 	return f
@@ -336,7 +336,7 @@ func calmVerdict(a *analysis, p *stacks.Process) (string, []threadFacts) {
 }
 
 func detectCalmVerdict(a *analysis, p *stacks.Process) (string, []threadFacts) {
-	if p.Exited || len(p.Threads) == 0 || isStopped(p) || lockOwnedWait(a, p) || a.LockDiagnosed(p) || goDeadlockClaims(a, p) {
+	if p.Exited || len(p.Threads) == 0 || isStopped(p) || lockOwnedWait(a, p) || a.LockDiagnosed(p) {
 		return "", nil
 	}
 	if waitsOnStuck(a, p) {
