@@ -68,7 +68,11 @@ func allocatorFrame(f stacks.Frame) bool {
 // allocator again (the outer entry, which holds the lock).
 func allocatorReentry(t *stacks.Thread) string {
 	_, caller := waitOf(t)
-	st := t.Stack
+	return allocatorReentryFrom(t.Stack, caller)
+}
+
+// allocatorReentryFrom is allocatorReentry from the frame at caller.
+func allocatorReentryFrom(st []stacks.Frame, caller int) string {
 	i, inner := caller, -1
 	for ; i < len(st) && (allocatorFrame(st[i]) || strings.Trim(st[i].Func, "?") == ""); i++ {
 		if allocatorFrame(st[i]) && (inner < 0 || st[inner].Func == "" && st[i].Func != "") {
@@ -129,4 +133,13 @@ func initWord(name string) bool {
 		}
 	}
 	return false
+}
+
+// cutAllocatorWait: the dump left out the innermost frames of a thread
+// inside the allocator whose stack shows the allocator entered again
+// from its own call-outs: the cut frames are most likely the inner
+// entry's wait for the lock the outer entry holds, a lock wait though
+// its frames are not in the paste.
+func cutAllocatorWait(t *stacks.Thread) bool {
+	return stacks.TopCut(t) && len(t.Stack) > 0 && allocatorFrame(t.Stack[0]) && allocatorReentryFrom(t.Stack, 0) != ""
 }

@@ -97,6 +97,9 @@ func waitOf(t *stacks.Thread) (class waitClass, caller int) {
 	if class == notWaiting && !futex && pyAcquireOnTop(t.Stack) {
 		class, caller = waitPyLock, 0
 	}
+	if class == notWaiting && !futex && cutAllocatorWait(t) {
+		class, caller = waitLock, 0
+	}
 	w := t.Wait
 	if class == notWaiting && !futex && (w == nil || w.Syscall == "") {
 		// A signal came to a thread blocked in a wait (a watchdog's

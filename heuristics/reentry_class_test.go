@@ -6,6 +6,7 @@ package heuristics
 // must stay silent.
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/hangdoc/hangdoc/stacks"
@@ -228,5 +229,43 @@ func TestLoaderAllocatorInversionAboveTheCut(t *testing.T) {
 	// both threads inside the loader calling the allocator: the same order, no cycle
 	if d, ok := top(pasted(proc(0, inLoader(), inLoader()))); ok && d.ID == "loader-lock" {
 		t.Errorf("the same order twice: %s", d.Summary)
+	}
+}
+
+// A gdb paste that starts at frame #3 (the lock wait left out) inside
+// the allocator, whose stack shows the allocator entered again from its
+// own call-out (a profiling hook here): the allocator re-entered itself,
+// a self-deadlock, low. The same fragment with the allocator once is no
+// verdict of it: its wait is not in the dump.
+func TestCutAllocatorReentry(t *testing.T) {
+	paste := func(frames string) *stacks.Snapshot {
+		snap, _, _, err := stacks.Parse(strings.NewReader(frames), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return snap
+	}
+	twice := `#3  0x00007f10 in je_arena_tcache_fill_small (arena=0x7f20) at src/arena.c:1475
+#4  0x00007f11 in je_tcache_alloc_small_hard (tcache=0x7f30) at src/tcache.c:72
+#5  0x00007f12 in record_sample (size=64) at profiler.c:40
+#6  0x00007f13 in prof_hook (ptr=0x7f40) at profiler.c:88
+#7  0x00007f14 in je_arena_malloc_hard (arena=0x7f20) at src/arena.c:1600
+#8  0x00007f15 in je_malloc (size=64) at src/jemalloc.c:900
+#9  0x00007f16 in parse_config (path=0x4000) at main.c:12
+#10 0x00007f17 in main (argc=1, argv=0x7ffc) at main.c:30
+`
+	d, ok := top(paste(twice))
+	if !ok || d.ID != "self-deadlock" || d.Confidence != Low {
+		t.Fatalf("top verdict %s (%s) %s, want self-deadlock, low", d.ID, d.Confidence, d.Summary)
+	}
+	has(t, "summary", d.Summary, "allocator is on the stack twice", "record_sample", "left out the innermost frames")
+	once := `#3  0x00007f10 in je_arena_tcache_fill_small (arena=0x7f20) at src/arena.c:1475
+#4  0x00007f11 in je_tcache_alloc_small_hard (tcache=0x7f30) at src/tcache.c:72
+#5  0x00007f15 in je_malloc (size=64) at src/jemalloc.c:900
+#6  0x00007f16 in parse_config (path=0x4000) at main.c:12
+#7  0x00007f17 in main (argc=1, argv=0x7ffc) at main.c:30
+`
+	if d, ok := top(paste(once)); ok && d.Deadlock {
+		t.Errorf("the allocator once, its wait cut: %s %s", d.ID, d.Summary)
 	}
 }

@@ -218,6 +218,10 @@ func (a *analysis) loneWaiterOf(p *stacks.Process) (loneWaiter, bool) {
 		lw.allocator = fam
 		if why := allocatorReentry(t); why != "" {
 			lw.reentry, lw.conf = why, Medium
+			if stacks.TopCut(t) {
+				lw.conf = Low // the wait itself is above the dump's first frame
+				lw.reentry += "; the dump left out the innermost frames, where the inner entry waits"
+			}
 		} else if why := allocatorInitWait(t); why != "" {
 			lw.reentry = why + ": it is held only while the allocator starts up, so the thread most likely allocated again while initialising and waits for itself"
 		} else if a.Snap.Evidence.Lineage && lw.others == "" {
