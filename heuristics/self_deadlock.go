@@ -23,7 +23,8 @@ func init() {
 		Rank:  20,
 		// goroutines: go_self_deadlock.go; the GIL taken back by its holder: gil_retake.go
 		Match: func(a *analysis) []Diagnosis {
-			return append(append(matchSelfDeadlock(a), matchGoSelfDeadlock(a)...), matchGILRetake(a)...)
+			// go-deadlock's nested Recursive locking: tool_recursive.go
+			return append(append(append(matchSelfDeadlock(a), matchGoSelfDeadlock(a)...), matchGILRetake(a)...), recursiveClaimDiagnoses(a)...)
 		},
 	})
 }

@@ -51,8 +51,15 @@ type toolClaim struct {
 	frame stacks.Frame
 }
 
-// toolClaimName: a thread's name is a detector's lock-order claim.
+// goDeadlockReportRE: the go-deadlock reader names every stack of a
+// report by its "POTENTIAL DEADLOCK:" header (stacks/godeadlock.go).
+var goDeadlockReportRE = regexp.MustCompile(`^POTENTIAL DEADLOCK:`)
+
+// toolClaimName: a thread's name is a detector's claim.
 func toolClaimName(name string) bool {
+	if goDeadlockReportRE.MatchString(name) {
+		return true
+	}
 	for _, c := range lockOrderClaims {
 		if c.re.MatchString(name) {
 			return true
