@@ -113,8 +113,9 @@ func joinArgTid(p *stacks.Process, t *stacks.Thread) int {
 			if a.Name != "expected" {
 				continue
 			}
-			tid := int(a.Int)
-			if tid <= 0 || tid == t.Tid {
+			n, ok := a.Int()
+			tid := int(n)
+			if !ok || tid <= 0 || tid == t.Tid {
 				continue
 			}
 			for _, o := range p.Threads {

@@ -298,7 +298,7 @@ func handlerSignature(f stacks.Frame) bool {
 	default:
 		return false
 	}
-	if a := f.Args[0]; !a.Exact || a.Addr != 0 || a.Int < 1 || a.Int > 64 {
+	if n, ok := f.Args[0].Int(); !ok || n < 1 || n > 64 {
 		return false
 	}
 	if len(f.Args) == 1 {

@@ -14,7 +14,7 @@ import (
 //	"0x5555555580a0 <server_lock>"  Addr 0x5555555580a0, Symbol "server_lock", Exact
 //	"futex@entry=0x7f…"             Addr 0x7f… (gdb's value on entry, the same as now), Exact
 //	"0xc000012345?"                 Addr 0xc000012345, not Exact (Go: a register argument the runtime did not spill)
-//	"10221"                         Int 10221, Exact
+//	"10221"                         a.Int() 10221 (read when asked: an Arg stays 64 bytes)
 //	"atfork_run_child"              Symbol "atfork_run_child" (an enumerator)
 //
 // Values that are neither (strings, structures, "<optimized out>",
@@ -41,14 +41,22 @@ func NewArg(name, value string) Arg {
 		if strings.HasPrefix(rest, "<") && strings.HasSuffix(rest, ">") {
 			a.Symbol = rest[1 : len(rest)-1]
 		}
-	case v != "" && (v[0] == '-' || v[0] >= '0' && v[0] <= '9'):
-		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-			a.Int, a.Exact = n, true
-		}
 	case isEnumerator(v):
 		a.Symbol = v
 	}
 	return a
+}
+
+// Int is the value of an argument printed as a decimal integer
+// ("expected=10221", "futex@entry=…" aside); ok is false for any other
+// value. It is read when asked, not kept: few arguments are asked.
+func (a Arg) Int() (n int64, ok bool) {
+	v := a.Value
+	if i := strings.LastIndex(v, "@entry="); i >= 0 {
+		v = v[i+len("@entry="):]
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	return n, err == nil
 }
 
 // isEnumerator says whether v is a bare C identifier with a letter in it

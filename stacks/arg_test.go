@@ -3,6 +3,7 @@ package stacks
 import (
 	"encoding/json"
 	"testing"
+	"unsafe"
 )
 
 func TestNewArg(t *testing.T) {
@@ -17,8 +18,8 @@ func TestNewArg(t *testing.T) {
 		{"0x401136 <Foo::operator<(Foo const&) const>", Arg{Addr: 0x401136, Symbol: "Foo::operator<(Foo const&) const", Exact: true}},
 		{`0x4 "at x.c:1"`, Arg{Addr: 4, Exact: true}},
 		{"0x0", Arg{Exact: true}},
-		{"10221", Arg{Int: 10221, Exact: true}},
-		{"-1", Arg{Int: -1, Exact: true}},
+		{"10221", Arg{}},
+		{"-1", Arg{}},
 		{"atfork_run_child", Arg{Symbol: "atfork_run_child"}},
 		{"40 '('", Arg{}},
 		{"<optimized out>", Arg{}},
@@ -41,6 +42,21 @@ func TestNewArg(t *testing.T) {
 		if got := NewArg("a", tt.v); got != want {
 			t.Errorf("NewArg(%q) = %+v, want %+v", tt.v, got, want)
 		}
+	}
+}
+
+func TestArgInt(t *testing.T) {
+	for _, tt := range []struct {
+		v  string
+		n  int64
+		ok bool
+	}{{"10221", 10221, true}, {"-1", -1, true}, {"expected@entry=7", 7, true}, {"40 '('", 0, false}, {"0x10", 0, false}, {"", 0, false}} {
+		if n, ok := NewArg("a", tt.v).Int(); n != tt.n || ok != tt.ok {
+			t.Errorf("NewArg(%q).Int() = %d, %v; want %d, %v", tt.v, n, ok, tt.n, tt.ok)
+		}
+	}
+	if s := unsafe.Sizeof(Arg{}); s > 64 {
+		t.Errorf("an Arg is %d bytes, want at most 64: goroutine dumps hold millions", s)
 	}
 }
 

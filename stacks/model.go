@@ -239,9 +239,7 @@ type Arg struct {
 	// address points into ("server_lock", "work_cond+40",
 	// "getHeap()::buf"), or an enumerator ("atfork_run_child").
 	Symbol string `json:"-"`
-	// Int is a value printed as a decimal integer ("expected=10221").
-	Int int64 `json:"-"`
-	// Exact is set when Addr or Int is the value the argument held; it
+	// Exact is set when Addr is the value the argument held; it
 	// is false for Go's "0x…?" (a register argument the runtime did not
 	// spill: maybe stale) and for values that are neither.
 	Exact bool `json:"-"`
