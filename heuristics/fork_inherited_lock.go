@@ -62,7 +62,7 @@ func matchForkInheritedLock(a *analysis) []Diagnosis {
 				fmt.Sprintf("process %d forked %d while its thread %d held %s", p.Fork.ParentPid, p.Pid, o.Tid, mutexLabel(l.Mutex)),
 				fmt.Sprintf("fork() copied the mutex, locked and owned by thread %d, but not the thread: thread %d does not exist in the child", o.Tid, o.Tid),
 			},
-			Evidence: []string{lineage(p), mutexFacts(l.Mutex)},
+			Evidence: []string{lineage(p), a.mutexFacts(l.Mutex)},
 			Refs:     forkRefs,
 		}
 		for _, w := range l.Waiters {

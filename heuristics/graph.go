@@ -402,8 +402,18 @@ func joinInts(xs []int) string {
 	return strings.Join(s, ", ")
 }
 
-// mutexFacts says what was read from a mutex, for Evidence.
-func mutexFacts(m *stacks.Mutex) string {
+// mutexFacts is mutexMemory for a mutex read from memory (a live
+// process, a core); a pasted dump has no lock word, only the owner its
+// tool named (jstack's "which is held by", a turnstile's "blocked by").
+func (a *analysis) mutexFacts(m *stacks.Mutex) string {
+	if a.src.live() || a.src.printedBy("core") || m.Lock != 0 || m.Kind != 0 || m.Owner == 0 {
+		return mutexMemory(m)
+	}
+	return fmt.Sprintf("%s: the dump names thread %d as its holder (a pasted dump has no lock word to read)", mutexLabel(m), m.Owner)
+}
+
+// mutexMemory says what was read from a mutex, for Evidence.
+func mutexMemory(m *stacks.Mutex) string {
 	if m.Addr == 0 && m.Symbol == "" {
 		return fmt.Sprintf("the dump names thread %d as the owner of the lock waited for (a macOS turnstile's \"blocked by … thread %#x\"); the lock's address and kind are not in it", m.Owner, m.Owner)
 	}

@@ -204,8 +204,8 @@ func TestLockDiagnosed(t *testing.T) {
 
 func TestMutexFacts(t *testing.T) {
 	m := &stacks.Mutex{Addr: 0x10, Lock: 0x40000000 | 77, Owner: 77, Kind: kindRobust}
-	has(t, "facts", mutexFacts(m), "robust", "owner-died", "owner 77")
-	has(t, "facts", mutexFacts(&stacks.Mutex{Addr: 0x10, Lock: 1, Kind: 0}), "1 (locked)", "none recorded", "normal")
+	has(t, "facts", mutexMemory(m), "robust", "owner-died", "owner 77")
+	has(t, "facts", mutexMemory(&stacks.Mutex{Addr: 0x10, Lock: 1, Kind: 0}), "1 (locked)", "none recorded", "normal")
 }
 
 func TestUnsteadyAndExitedMakeNoEdges(t *testing.T) {

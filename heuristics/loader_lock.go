@@ -176,7 +176,7 @@ func matchLoaderLock(a *analysis) []Diagnosis {
 			for _, e := range lw.cycle {
 				d.Evidence = append(d.Evidence, stackLine(e.From.Thread))
 				if e.Lock != nil {
-					d.Evidence = append(d.Evidence, mutexFacts(e.Lock.Mutex))
+					d.Evidence = append(d.Evidence, a.mutexFacts(e.Lock.Mutex))
 				}
 			}
 			var refs []ThreadRef

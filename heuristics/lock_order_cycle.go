@@ -30,6 +30,49 @@ var lockOrderRefs = []string{
 	"https://en.cppreference.com/w/cpp/thread/scoped_lock",
 }
 
+// javaLockOrderRefs are lockOrderRefs for a cycle of Java threads: their
+// locks are monitors and java.util.concurrent locks, not pthread mutexes.
+var javaLockOrderRefs = []string{
+	"https://docs.oracle.com/javase/tutorial/essential/concurrency/deadlock.html",
+	"https://docs.oracle.com/en/java/javase/17/docs/api/java.base/java/util/concurrent/locks/Lock.html#tryLock(long,java.util.concurrent.TimeUnit)",
+}
+
+// javaCycle says every thread of the cycle is a JVM's Java thread: its
+// stack is Java code, or (a stackless thread a deadlock report names)
+// its process's other threads are.
+func javaCycle(a *analysis, c []Edge) bool {
+	for _, e := range c {
+		if !javaThread(e.From.Thread) && !javaProcess(e.From.Proc) {
+			return false
+		}
+	}
+	return len(c) > 0
+}
+
+func javaThread(t *stacks.Thread) bool {
+	if t.Runtime != nil && t.Runtime.Kind == stacks.KindJava {
+		return true
+	}
+	for _, f := range t.Stack {
+		if strings.HasSuffix(f.File, ".java") {
+			return true
+		}
+	}
+	return false
+}
+
+func javaProcess(p *stacks.Process) bool {
+	if p == nil {
+		return false
+	}
+	for _, t := range p.Threads {
+		if javaThread(t) {
+			return true
+		}
+	}
+	return false
+}
+
 // lockOrderCycles returns the cycles of two threads or more that do not
 // go through the loader lock (loader-lock names those).
 func lockOrderCycles(a *analysis) [][]Edge {
@@ -73,7 +116,7 @@ func matchLockOrderCycle(a *analysis) []Diagnosis {
 			d.Evidence = append(d.Evidence, stackLine(e.From.Thread))
 			if e.Kind == EdgeMutex {
 				locks = append(locks, cycleLockName(e))
-				d.Evidence = append(d.Evidence, mutexFacts(e.Lock.Mutex))
+				d.Evidence = append(d.Evidence, a.mutexFacts(e.Lock.Mutex))
 			} else {
 				join = true
 			}
@@ -81,7 +124,13 @@ func matchLockOrderCycle(a *analysis) []Diagnosis {
 		d.Summary = fmt.Sprintf("%d threads deadlock in a cycle: %s", len(c), ChainText(c))
 		d.Chain = append(Chain(c), "which closes the cycle: each waits for the next, and none can go on")
 		var fix []string
-		if len(locks) > 1 {
+		switch {
+		case len(locks) > 1 && javaCycle(a, c):
+			d.Refs = javaLockOrderRefs
+			fix = append(fix, fmt.Sprintf("Take %s in one global order everywhere (these threads take them in different orders, "+
+				"in nested synchronized blocks or Lock.lock calls), or take the second with java.util.concurrent's "+
+				"Lock.tryLock(timeout) and back off.", strings.Join(locks, " and ")))
+		case len(locks) > 1:
 			fix = append(fix, fmt.Sprintf("Take %s in one global order everywhere (these threads take them in different orders), "+
 				"or lock them together with std::scoped_lock / std::lock, or use pthread_mutex_trylock and back off.",
 				strings.Join(locks, " and ")))
@@ -95,7 +144,7 @@ func matchLockOrderCycle(a *analysis) []Diagnosis {
 	}
 	// A waiter whose named owner's stack the paste cut.
 	for _, e := range findOwnerCuts(a) {
-		ds = append(ds, ownerCutDiagnosis(e))
+		ds = append(ds, ownerCutDiagnosis(a, e))
 	}
 	// A detector's report of a cycle it saw (tool_reports.go): its
 	// stacks are where the locks were taken, not a dump of the hang.
@@ -289,7 +338,7 @@ func findOwnerCuts(a *analysis) []Edge {
 	return es
 }
 
-func ownerCutDiagnosis(e Edge) Diagnosis {
+func ownerCutDiagnosis(a *analysis, e Edge) Diagnosis {
 	o := e.To.Thread
 	d := Diagnosis{
 		Deadlock:   true,
@@ -299,7 +348,7 @@ func ownerCutDiagnosis(e Edge) Diagnosis {
 		Chain: []string{Step(e),
 			fmt.Sprintf("%s does not run, and its stack as pasted ends before any wait: the part that says what it waits for was cut", threadLabel(o)),
 			"a lock holder that does not run most often waits for a lock its waiter holds: the whole stack of " + threadLabel(o) + " would settle it"},
-		Evidence: []string{mutexFacts(e.Lock.Mutex), stackLine(e.From.Thread), stackLine(o)},
+		Evidence: []string{a.mutexFacts(e.Lock.Mutex), stackLine(e.From.Thread), stackLine(o)},
 		Fix:      "Take these locks in one global order everywhere, or lock them together with std::scoped_lock / std::lock.",
 		Refs:     lockOrderRefs,
 	}

@@ -42,7 +42,7 @@ func matchOrphanedLock(a *analysis) []Diagnosis {
 		d := Diagnosis{
 			Deadlock:   true,
 			Confidence: a.graphConfidence(),
-			Evidence:   []string{mutexFacts(m)},
+			Evidence:   []string{a.mutexFacts(m)},
 			Refs: []string{
 				"https://man7.org/linux/man-pages/man3/pthread_mutexattr_setrobust.3.html",
 				"https://man7.org/linux/man-pages/man3/pthread_mutex_consistent.3.html",

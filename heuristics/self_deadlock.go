@@ -70,7 +70,7 @@ func matchSelfDeadlock(a *analysis) []Diagnosis {
 				fmt.Sprintf("the mutex records thread %d as its owner: the same thread locked it earlier and has not unlocked it", t.Tid),
 				"a non-recursive mutex does not count re-locks: the thread waits for itself, and nothing else will unlock it",
 			},
-			Evidence: []string{mutexFacts(m), stackLine(t)},
+			Evidence: []string{a.mutexFacts(m), stackLine(t)},
 			Refs:     selfDeadlockRefs,
 		}
 		if m.Kind&kindMask == kindErrCheck {

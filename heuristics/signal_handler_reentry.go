@@ -192,7 +192,7 @@ func matchSignalReentry(a *analysis) []Diagnosis {
 				fmt.Sprintf("a signal ran handler `%s` on the same thread", handler),
 				fmt.Sprintf("the handler, in `%s`, waits for %s: the thread waits for itself, and the interrupted code that would unlock it cannot run until the handler returns", asker, mutexLabel(m)),
 			}
-			d.Evidence = []string{mutexFacts(m)}
+			d.Evidence = []string{a.mutexFacts(m)}
 		} else if r.unseen {
 			d.Confidence = Low
 			inside := fmt.Sprintf("inside signal handler `%s`", handler)
