@@ -16,7 +16,8 @@ import (
 // deadlock detector ("0x… func"), the sanitizers' reports (TSan's
 // lock-order-inversion: "#0 func file:line (module+0x…)"), gdb frames without their "#N", Arm
 // DDT's merged-stack CSV ("procs,threads,func (file:line)"), Delve's
-// "N  0x… in func / at file:line". Every run of frame lines is a thread,
+// "N  0x… in func / at file:line" (its own reader, delve.go, reads the
+// commands' whole output; this reads their lines pasted alone). Every run of frame lines is a thread,
 // named by the line before it; a tree whose first frame is an entry point
 // (main, _start, start_thread) is read outermost first and turned over.
 // It is detected only when no other format recognises the input.
@@ -37,8 +38,11 @@ var (
 	flSymsRE     = regexp.MustCompile(`^(?:\[\d+\]\s+)?(\S+)\(([^()\s]*?)(?:\+0x[0-9a-fA-F]+)?\) \[0x([0-9a-fA-F]+)\]$`) // glibc's backtrace_symbols
 	flRustRE     = regexp.MustCompile(`^\d+:\s+(?:0x([0-9a-fA-F]+) - )?(\S.*?)(?:::h[0-9a-f]{16})?$`)
 	flFileOnlyRE = regexp.MustCompile(`^File: '(\S+?):(\d+)'$`)
-	flBlockedRE  = regexp.MustCompile(`^Thread: (\d+) waits for thread: (\d+)`)
-	flRankRE     = regexp.MustCompile(`^\[(\d+)\]\s+`)
+	// a frame of a hand-written tree with a file:line column and the
+	// reader's words after it: "lock(&lock_trace) rtkcmn.c:2772  first lock"
+	flColsRE    = regexp.MustCompile(`^([A-Za-z_][\w:.~]*)\((.*?)\)\s+(\S+\.\w+):(\d+)(?:\s{2,}(\S.*))?$`)
+	flBlockedRE = regexp.MustCompile(`^Thread: (\d+) waits for thread: (\d+)`)
+	flRankRE    = regexp.MustCompile(`^\[(\d+)\]\s+`)
 	// MPICH's progress-timeout report (MPIR_CVAR_DEBUG_PROGRESS_TIMEOUT):
 	// "[1.009] 2 pending requests in pool 0", then one line a request
 	// ("ac000000: MPIDIG_do_irecv: source=1, tag=0, …"), then the
@@ -90,6 +94,10 @@ func frameListLine(t string) (Frame, bool) {
 		line, _ := strconv.Atoi(m[3])
 		pc, _ := strconv.ParseUint(m[5], 16, 64)
 		return Frame{Func: m[1], File: m[2], Line: line, Module: m[4], PC: pc}, true
+	}
+	if m := flColsRE.FindStringSubmatch(t); m != nil {
+		line, _ := strconv.Atoi(m[4])
+		return Frame{Func: m[1], File: m[3], Line: line}, true
 	}
 	if m := flFileOnlyRE.FindStringSubmatch(t); m != nil {
 		line, _ := strconv.Atoi(m[2])
@@ -207,6 +215,11 @@ type flParser struct {
 	mpich     bool       // an MPICH progress-timeout report is being read
 	ranks     []*Process // a process per rank of the DDT leaves
 	owners    bool       // gdb's blocked command named owners
+	// the run being read: whether a line drew tree marks (└─), the
+	// reader's words after a frame's columns, the frames' lines
+	marked bool
+	words  []string
+	lines  []int
 }
 
 func (p *flParser) line(l textLine) {
@@ -243,6 +256,11 @@ func (p *flParser) line(l textLine) {
 	if f, ok := frameListLine(l.text); ok {
 		p.cur = append(p.cur, f)
 		p.indent = append(p.indent, l.indent)
+		p.marked = p.marked || flTreeRE.MatchString(l.text)
+		if m := flColsRE.FindStringSubmatch(l.text); m != nil && m[5] != "" {
+			p.words = append(p.words, fmt.Sprintf("line %d: a reader's note at %s (%s:%s): %q", l.no, f.Func, m[3], m[4], m[5]))
+		}
+		p.lines = append(p.lines, l.no)
 		return
 	}
 	if m := flAtFileRE.FindStringSubmatch(l.text); m != nil && len(p.cur) > 0 {
@@ -348,7 +366,10 @@ func (p *flParser) end() {
 		return
 	}
 	st := p.cur
-	if flEntryFunc[FuncBase(st[0].Func)] && len(st) > 1 && !flEntryFunc[FuncBase(st[len(st)-1].Func)] {
+	var notes []string
+	if !p.marked && callTree(p.indent) {
+		st, notes = p.treeStack()
+	} else if flEntryFunc[FuncBase(st[0].Func)] && len(st) > 1 && !flEntryFunc[FuncBase(st[len(st)-1].Func)] {
 		for i, j := 0, len(st)-1; i < j; i, j = i+1, j-1 {
 			st[i], st[j] = st[j], st[i]
 		}
@@ -368,6 +389,52 @@ func (p *flParser) end() {
 			t.Runtime, t.State, t.Name = g, GoroutineState(g.Status), "goroutine "+m[1]
 		}
 	}
+	t.Notes = append(append(t.Notes, notes...), p.words...)
 	p.proc.Threads = append(p.proc.Threads, t)
 	p.cur, p.indent, p.header = nil, nil, ""
+	p.marked, p.words, p.lines = false, nil, nil
+}
+
+// callTree says whether frames indented so are a call tree drawn by
+// hand, outermost call first, a callee indented under its caller: the
+// indentation grows, and comes back to a level it had (a call that
+// returned, then its caller's next call). A stack drawn innermost first
+// has no such siblings.
+func callTree(indent []int) bool {
+	if len(indent) < 3 || indent[len(indent)-1] <= indent[0] {
+		return false
+	}
+	for i := 1; i < len(indent); i++ {
+		if indent[i] < indent[0] {
+			return false
+		}
+		if indent[i] <= indent[i-1] && indent[i-1] > indent[0] {
+			return true
+		}
+	}
+	return false
+}
+
+// treeStack turns a hand-drawn call tree into the stack of its last
+// line, innermost first: each line's caller is the nearest line above it
+// indented less. The calls that returned before (siblings left behind)
+// are said in notes: a lock they took may still be held.
+func (p *flParser) treeStack() ([]Frame, []string) {
+	var path []int // indices into p.cur
+	var notes []string
+	for i := range p.cur {
+		for len(path) > 0 && p.indent[path[len(path)-1]] >= p.indent[i] {
+			j := path[len(path)-1]
+			path = path[:len(path)-1]
+			if len(path) > 0 {
+				notes = append(notes, fmt.Sprintf("line %d: %s, called by %s before %s, had returned: the tree shows it, the stack does not", p.lines[j], p.cur[j].Func, p.cur[path[len(path)-1]].Func, p.cur[i].Func))
+			}
+		}
+		path = append(path, i)
+	}
+	st := make([]Frame, len(path))
+	for k, i := range path {
+		st[len(path)-1-k] = p.cur[i]
+	}
+	return st, notes
 }

@@ -1,6 +1,10 @@
 package stacks
 
-import "testing"
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
 
 func TestFramesGoldens(t *testing.T) { checkDumpGoldens(t, "frames", ParseFrames, 0) }
 
@@ -22,4 +26,25 @@ func TestFramesTree(t *testing.T) {
 
 func FuzzParseFrames(f *testing.F) {
 	fuzzDumps(f, "frames", ParseFrames, nil, "a\n └─ b\n", "1,1,main (a.c:1)\n1,1,  f\n")
+}
+
+// TestFramesCallTree: a call tree drawn by hand, outermost call first
+// and a callee indented under its caller (RTKLIB#170), is the stack of
+// its last line, innermost first; the calls that had returned (the first
+// lock) and the reader's words after a frame's file:line are notes.
+func TestFramesCallTree(t *testing.T) {
+	snap, _ := parseStoredDump(t, "frames", "rtklib_call_tree.txt", ParseFrames)
+	th := snap.Processes[0].Threads[0]
+	if got := funcs(th.Stack); !reflect.DeepEqual(got, []string{"lock", "trace", "reppath", "traceswap", "trace"}) {
+		t.Errorf("stack %q", got)
+	}
+	if f := th.Stack[0]; f.File != "rtkcmn.c" || f.Line != 2772 {
+		t.Errorf("frame 0 %+v", f)
+	}
+	n := strings.Join(th.Notes, "|")
+	for _, want := range []string{"line 3: lock, called by traceswap before reppath, had returned", `"first lock"`, `"second lock and thread blocks forever"`} {
+		if !strings.Contains(n, want) {
+			t.Errorf("notes %q lack %q", th.Notes, want)
+		}
+	}
 }

@@ -27,10 +27,11 @@ func init() {
 }
 
 var (
-	ppTotalRE  = regexp.MustCompile(`^goroutine profile: total (\d+)$`)
-	ppRecordRE = regexp.MustCompile(`^(\d+) @(?: 0x[0-9a-fA-F]+)+$`)
-	ppFrameRE  = regexp.MustCompile(`^#\s+0x([0-9a-fA-F]+)\s+(\S+?)(?:\+0x[0-9a-fA-F]+)?\s+(\S.*?):(\d+)$`)
-	ppSniffRE  = regexp.MustCompile(`(?m)^[\s>]*goroutine profile: total \d+|^[\s>]*\d+ @ 0x[0-9a-f]+|^[\s>]*#\s+0x[0-9a-f]+\s+\S+\+0x[0-9a-f]+\s`)
+	ppTotalRE    = regexp.MustCompile(`^goroutine profile: total (\d+)$`)
+	ppRecordRE   = regexp.MustCompile(`^(\d+) @(?: 0x[0-9a-fA-F]+)+$`)
+	ppFrameRE    = regexp.MustCompile(`^#\s+0x([0-9a-fA-F]+)\s+(\S+?)(?:\+0x[0-9a-fA-F]+)?\s+(\S.*?):(\d+)$`)
+	ppCutFrameRE = regexp.MustCompile(`^#\s+0x([0-9a-fA-F]+)\s+(\S+?)\+0x[0-9a-fA-F]+\s+\S*$`)
+	ppSniffRE    = regexp.MustCompile(`(?m)^[\s>]*goroutine profile: total \d+|^[\s>]*\d+ @ 0x[0-9a-f]+|^[\s>]*#\s+0x[0-9a-f]+\s+\S+\+0x[0-9a-f]+\s`)
 )
 
 // maxProfileGoroutines bounds how many goroutines the records expand to;
@@ -60,6 +61,9 @@ func ParsePprofGoroutine(r io.Reader) (*Snapshot, []Skipped, error) {
 		if p.total > 0 && p.total != p.read {
 			pr.Notes = append(pr.Notes, fmt.Sprintf("the profile counts %d goroutines and the paste holds records of %d: the rest is not in the paste", p.total, p.read))
 		}
+		if p.cutLine > 0 {
+			pr.Notes = append(pr.Notes, fmt.Sprintf("line %d: a frame cut mid-way inside its file name: its function is kept, its file and line are not", p.cutLine))
+		}
 		if p.capped {
 			pr.Notes = append(pr.Notes, fmt.Sprintf("more than %d goroutines: each record past that counts for one", maxProfileGoroutines))
 		}
@@ -80,6 +84,7 @@ type ppParser struct {
 	inRecord    bool
 	nextID      int
 	capped      bool
+	cutLine     int // the first frame line cut inside its file
 }
 
 func (p *ppParser) line(l textLine) {
@@ -109,6 +114,15 @@ func (p *ppParser) line(l textLine) {
 			return
 		}
 		if strings.HasPrefix(t, "# labels: ") {
+			return
+		}
+		if m := ppCutFrameRE.FindStringSubmatch(t); m != nil {
+			// a frame cut inside its file: the function is whole
+			pc, _ := strconv.ParseUint(m[1], 16, 64)
+			p.stack = append(p.stack, Frame{Func: m[2], PC: pc})
+			if p.cutLine == 0 {
+				p.cutLine = l.no
+			}
 			return
 		}
 	}
