@@ -152,12 +152,58 @@ func (a *analysis) Cycles() [][]Edge { return a.cycles }
 // memory, the evidence that earns a high confidence.
 func (a *analysis) OwnersRead() bool { return a.Snap.Evidence.Owners }
 
-// graphConfidence is the confidence of a finding read off the graph.
-func (a *analysis) graphConfidence() string {
+// graphConfidence is the confidence of a finding read off the graph
+// about the processes ps: high when the owners of their locks were read
+// (or printed, as a JVM's thread dump does), for the snapshot or for each
+// of them (a paste of a jstack dump and a gdb one: only the jstack
+// process's owners are known).
+func (a *analysis) graphConfidence(ps ...*stacks.Process) string {
 	if a.OwnersRead() {
 		return High
 	}
-	return Medium
+	for _, p := range ps {
+		if !a.Evidence(p).Owners {
+			return Medium
+		}
+	}
+	if len(ps) == 0 {
+		return Medium
+	}
+	return High
+}
+
+// diagEvidence is what the dumps of a diagnosis's processes could give:
+// a paste of a jstack dump and a gdb one has owners for the first only.
+func (a *analysis) diagEvidence(d Diagnosis) stacks.Evidence {
+	var ps []*stacks.Process
+	for _, p := range a.Snap.Processes {
+		if !slices.Contains(d.Pids, p.Pid) {
+			continue
+		}
+		if len(d.Tids) == 0 || slices.ContainsFunc(p.Threads, func(t *stacks.Thread) bool { return slices.Contains(d.Tids, t.Tid) }) {
+			ps = append(ps, p)
+		}
+	}
+	if len(ps) == 0 {
+		return a.Snap.Evidence
+	}
+	e := a.Evidence(ps[0])
+	for _, p := range ps[1:] {
+		pe := a.Evidence(p)
+		e.Owners, e.Lineage, e.CPU = e.Owners && pe.Owners, e.Lineage && pe.Lineage, e.CPU && pe.CPU
+	}
+	return e
+}
+
+// edgeProcs are the processes of the waiting ends of edges.
+func edgeProcs(es []Edge) []*stacks.Process {
+	var ps []*stacks.Process
+	for _, e := range es {
+		if !slices.Contains(ps, e.From.Proc) {
+			ps = append(ps, e.From.Proc)
+		}
+	}
+	return ps
 }
 
 // LockDiagnosed reports whether a lock signature (fork-inherited-lock,

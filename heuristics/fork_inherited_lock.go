@@ -55,7 +55,7 @@ func matchForkInheritedLock(a *analysis) []Diagnosis {
 		first := Edge{Kind: EdgeMutex, From: l.Waiters[0], Lock: l}
 		d := Diagnosis{
 			Deadlock:   true,
-			Confidence: a.graphConfidence(),
+			Confidence: a.graphConfidence(p),
 			Summary: fmt.Sprintf("forked child %d: %s; fork() copied it locked and no thread of the child will unlock it",
 				p.Pid, Step(first)),
 			Chain: []string{

@@ -169,7 +169,7 @@ func matchLoaderLock(a *analysis) []Diagnosis {
 			"https://man7.org/linux/man-pages/man3/dl_iterate_phdr.3.html",
 		}}
 		if lw.cycle != nil {
-			d.Confidence = a.graphConfidence()
+			d.Confidence = a.graphConfidence(lw.inLoader.Proc)
 			d.Summary = fmt.Sprintf("%s holds the loader lock inside `%s` and %s",
 				threadLabel(in), loaderEntry(in.Stack), chainPredicate(lw.cycle))
 			d.Chain = append(Chain(lw.cycle), "which closes the cycle: the loader lock is released only when the loader call returns")

@@ -110,7 +110,7 @@ func matchLockOrderCycle(a *analysis) []Diagnosis {
 		var refs []ThreadRef
 		var locks []string
 		join := false
-		d := Diagnosis{Deadlock: true, Confidence: a.graphConfidence(), Refs: lockOrderRefs}
+		d := Diagnosis{Deadlock: true, Confidence: a.graphConfidence(edgeProcs(c)...), Refs: lockOrderRefs}
 		for _, e := range c {
 			refs = append(refs, e.From)
 			d.Evidence = append(d.Evidence, stackLine(e.From.Thread))

@@ -41,7 +41,7 @@ func matchOrphanedLock(a *analysis) []Diagnosis {
 		first := Edge{Kind: EdgeMutex, From: l.Waiters[0], Lock: l}
 		d := Diagnosis{
 			Deadlock:   true,
-			Confidence: a.graphConfidence(),
+			Confidence: a.graphConfidence(p),
 			Evidence:   []string{a.mutexFacts(m)},
 			Refs: []string{
 				"https://man7.org/linux/man-pages/man3/pthread_mutexattr_setrobust.3.html",

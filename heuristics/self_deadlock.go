@@ -63,7 +63,7 @@ func matchSelfDeadlock(a *analysis) []Diagnosis {
 		}
 		d := Diagnosis{
 			Deadlock:   true,
-			Confidence: a.graphConfidence(),
+			Confidence: a.graphConfidence(e.From.Proc),
 			Summary:    Step(e),
 			Chain: []string{
 				fmt.Sprintf("%s locks %s%s", threadLabel(t), mutexLabel(m), where),

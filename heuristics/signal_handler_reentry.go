@@ -184,7 +184,7 @@ func matchSignalReentry(a *analysis) []Diagnosis {
 		d.Pids, d.Tids = orderRefs(r.waiter)
 		if r.edge != nil {
 			m := r.edge.Lock.Mutex
-			d.Confidence = a.graphConfidence()
+			d.Confidence = a.graphConfidence(r.waiter.Proc)
 			d.Summary = fmt.Sprintf("%s waits in signal handler `%s` for %s, which it already holds: the signal interrupted it in `%s`",
 				threadLabel(t), handler, mutexLabel(m), interrupted)
 			d.Chain = []string{

@@ -619,10 +619,10 @@ var evidenceWords = map[string]string{
 // rests on that the snapshot lacks ("no mutex owner in a gdb dump"), with
 // the way to get them, and keeps such a claim from high confidence.
 func noteAbsentEvidence(a *analysis, ds []Diagnosis) {
-	e := a.Snap.Evidence
-	have := map[string]bool{"owners": e.Owners, "lineage": e.Lineage, "cpu": e.CPU}
 	for i := range ds {
 		d := &ds[i]
+		e := a.diagEvidence(*d)
+		have := map[string]bool{"owners": e.Owners, "lineage": e.Lineage, "cpu": e.CPU}
 		if !d.Deadlock || goroutineDiagnosis(a, *d) {
 			continue // Go's mutexes record no owner: no attach would read one
 		}

@@ -59,7 +59,7 @@ func rootOf(a *analysis, p *stacks.Process) (*stuckProc, bool) {
 		if e.From.Proc != p || e.Kind != EdgeMutex || !stuckOnOwner(e) {
 			continue
 		}
-		s := &stuckProc{what: Step(e), tids: []int{e.From.Thread.Tid}, conf: a.graphConfidence()}
+		s := &stuckProc{what: Step(e), tids: []int{e.From.Thread.Tid}, conf: a.graphConfidence(p)}
 		switch e.Lock.Owner.Kind {
 		case OwnerForkParent:
 			s.id = "fork-inherited-lock"
@@ -81,7 +81,7 @@ func rootOf(a *analysis, p *stacks.Process) (*stuckProc, bool) {
 		if len(c) < 2 || !slices.ContainsFunc(c, func(e Edge) bool { return e.From.Proc == p }) {
 			continue
 		}
-		s := &stuckProc{id: "lock-order-cycle", what: ChainText(c), conf: a.graphConfidence()}
+		s := &stuckProc{id: "lock-order-cycle", what: ChainText(c), conf: a.graphConfidence(edgeProcs(c)...)}
 		for _, e := range c {
 			if e.Kind == EdgeMutex && waitsForLoaderLock(e.From.Thread) {
 				s.id = "loader-lock"
