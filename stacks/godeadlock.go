@@ -44,9 +44,7 @@ import (
 // goroutine 2 lock 0x…"), so that the heuristics know it for a
 // detector's claim, never a thread blocked now. The goroutine and the
 // lock go in the thread's notes, not in a wait: the report says where a
-// lock was taken, not who waits now. Detected, a report's "goroutine N
-// [state]:" is cut off by the splitter (split.go) and read by the
-// goroutine reader, as the goroutine it is now; forced, it is read here.
+// lock was taken, not who waits now.
 
 func init() {
 	registerFormat(&Format{Name: "go-deadlock", Sniff: sniffGoDeadlock, Parse: ParseGoDeadlock, Begins: beginsGoDeadlock})

@@ -71,8 +71,8 @@ func begins(t, next, cur string) string {
 			}
 			return "" // pieceIDs.cut: another report
 		}
-		if cur != "sample" && beginSpindumpRE.MatchString(t) {
-			return "spindump"
+		if cur != "sample" && cur != "crash-report" && beginSpindumpRE.MatchString(t) {
+			return "spindump" // a crash report's header has its Date/Time too
 		}
 	case t == "Traceback (most recent call last):":
 		if strings.Contains(next, "'lldb.embedded_interpreter'") {
@@ -94,6 +94,12 @@ func begins(t, next, cur string) string {
 	case strings.HasPrefix(t, "(lldb) "):
 		if cur != "lldb" {
 			return "lldb"
+		}
+	case strings.HasPrefix(t, "(gdb) "):
+		// at the start (and in the fallback's piece, which may be empty
+		// yet), detection knows better: gdb's `blocked` extension
+		if cur != "gdb" && cur != "" && cur != "(start)" && cur != "frames" {
+			return "gdb" // gdb's prompt: a session pasted after another dump
 		}
 	case strings.HasPrefix(t, "goroutine "):
 		if beginGoroutineRE.MatchString(t) {
@@ -144,6 +150,7 @@ type pieceIDs struct {
 	samples  bool // a repeat of one process's dumps: ids come again
 	// lldbThread is the thread number of the last lldb thread header
 	lldbThread string
+	rows       map[string]bool // gdb info threads row numbers of the table being read
 }
 
 // repeatKey gives the id a header line shows, "" for none.
@@ -206,6 +213,27 @@ func (g *pieceIDs) cut(format, t string) bool {
 			}
 			g.content = true
 			return false
+		}
+		if t[0] == 'I' && infoHeadRE.MatchString(t) {
+			// an info threads table after a backtrace or another table:
+			// another process's (one session lists its threads first)
+			again := g.content
+			g.rows = nil
+			return again
+		}
+		if isDigit(t[0]) || t[0] == '*' {
+			if m := infoRowRE.FindStringSubmatch(t); m != nil {
+				if g.rows == nil {
+					g.rows = map[string]bool{}
+				}
+				again := g.rows[m[1]] || g.detached && g.content // a row number again: another table
+				if again {
+					g.rows = map[string]bool{}
+				}
+				g.rows[m[1]] = true
+				g.content = true
+				return again
+			}
 		}
 	}
 	if format == "faulthandler" {
