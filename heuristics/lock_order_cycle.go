@@ -40,7 +40,7 @@ var javaLockOrderRefs = []string{
 // javaCycle says every thread of the cycle is a JVM's Java thread: its
 // stack is Java code, or (a stackless thread a deadlock report names)
 // its process's other threads are.
-func javaCycle(a *analysis, c []Edge) bool {
+func javaCycle(c []Edge) bool {
 	for _, e := range c {
 		if !javaThread(e.From.Thread) && !javaProcess(e.From.Proc) {
 			return false
@@ -125,7 +125,7 @@ func matchLockOrderCycle(a *analysis) []Diagnosis {
 		d.Chain = append(Chain(c), "which closes the cycle: each waits for the next, and none can go on")
 		var fix []string
 		switch {
-		case len(locks) > 1 && javaCycle(a, c):
+		case len(locks) > 1 && javaCycle(c):
 			d.Refs = javaLockOrderRefs
 			fix = append(fix, fmt.Sprintf("Take %s in one global order everywhere (these threads take them in different orders, "+
 				"in nested synchronized blocks or Lock.lock calls), or take the second with java.util.concurrent's "+
