@@ -2,6 +2,7 @@ package heuristics
 
 import (
 	"fmt"
+	"iter"
 	"slices"
 	"strings"
 
@@ -65,6 +66,32 @@ func newAnalysis(snap *stacks.Snapshot) *analysis {
 	a.graph = buildGraph(a)
 	a.cycles = a.graph.cycles()
 	return a
+}
+
+// liveProcs yields the snapshot's processes that had not exited when
+// read: whatever an exited process waited for, it was not stuck.
+func (a *analysis) liveProcs() iter.Seq[*stacks.Process] {
+	return func(yield func(*stacks.Process) bool) {
+		for _, p := range a.Snap.Processes {
+			if !p.Exited && !yield(p) {
+				return
+			}
+		}
+	}
+}
+
+// liveThreads yields every thread of the live processes (liveProcs),
+// with its process.
+func (a *analysis) liveThreads() iter.Seq2[*stacks.Process, *stacks.Thread] {
+	return func(yield func(*stacks.Process, *stacks.Thread) bool) {
+		for p := range a.liveProcs() {
+			for _, t := range p.Threads {
+				if !yield(p, t) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // Process returns the process with the given pid (the first one, when

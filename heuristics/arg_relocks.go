@@ -30,35 +30,30 @@ func findArgRelocks(a *analysis) []argRelock { return result(a, "stack relocks",
 
 func detectArgRelocks(a *analysis) []argRelock {
 	var out []argRelock
-	for _, p := range a.Snap.Processes {
-		if p.Exited {
+	for p, t := range a.liveThreads() {
+		if signalFrame(t.Stack) >= 0 {
 			continue
 		}
-		for _, t := range p.Threads {
-			if signalFrame(t.Stack) >= 0 {
+		l, inner, ok := waitArgLock(t)
+		if !ok {
+			continue
+		}
+		_, caller := a.wait(t)
+		if caller >= len(t.Stack) {
+			continue
+		}
+		asker := funcKey(t.Stack[caller])
+		ls, at := argAddrsIn(t.Stack, caller+1, len(t.Stack))
+		for j, o := range ls {
+			f := t.Stack[at[j]]
+			if o.Addr != l.Addr || !(isLockFrame(f) || funcKey(f) == asker || takesLocks(f)) {
 				continue
 			}
-			l, inner, ok := waitArgLock(t)
-			if !ok {
-				continue
+			if o.Symbol != "" && l.Symbol == "" {
+				l.Symbol = o.Symbol
 			}
-			_, caller := a.wait(t)
-			if caller >= len(t.Stack) {
-				continue
-			}
-			asker := funcKey(t.Stack[caller])
-			ls, at := argAddrsIn(t.Stack, caller+1, len(t.Stack))
-			for j, o := range ls {
-				f := t.Stack[at[j]]
-				if o.Addr != l.Addr || !(isLockFrame(f) || funcKey(f) == asker || takesLocks(f)) {
-					continue
-				}
-				if o.Symbol != "" && l.Symbol == "" {
-					l.Symbol = o.Symbol
-				}
-				out = append(out, argRelock{ref: ThreadRef{p, t}, lock: l, inner: inner, asker: caller, outer: at[j]})
-				break
-			}
+			out = append(out, argRelock{ref: ThreadRef{p, t}, lock: l, inner: inner, asker: caller, outer: at[j]})
+			break
 		}
 	}
 	return out

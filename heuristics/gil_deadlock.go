@@ -53,10 +53,7 @@ func findGILDeadlocks(a *analysis) []gilFinding { return result(a, "GIL cycles",
 
 func detectGILDeadlocks(a *analysis) []gilFinding {
 	var fs []gilFinding
-	for _, p := range a.Snap.Processes {
-		if p.Exited {
-			continue
-		}
+	for p := range a.liveProcs() {
 		var holders, waiters []ThreadRef
 		for _, t := range p.Threads {
 			switch {

@@ -59,8 +59,8 @@ func holdsGILWaiting(t *stacks.Thread) (stacks.Frame, bool) {
 // already explained).
 func matchLoneGIL(a *analysis, done map[*stacks.Process]bool) []Diagnosis {
 	var ds []Diagnosis
-	for _, p := range a.Snap.Processes {
-		if done[p] || p.Exited || a.allThreads(p) || len(p.Threads) != 1 {
+	for p := range a.liveProcs() {
+		if done[p] || a.allThreads(p) || len(p.Threads) != 1 {
 			continue
 		}
 		t := p.Threads[0]

@@ -22,14 +22,9 @@ const gilRetakeFix = "Take the GIL only on a thread that released it: pair every
 func findGILRetakes(a *analysis) []ThreadRef {
 	return result(a, "GIL retakes", func(a *analysis) []ThreadRef {
 		var refs []ThreadRef
-		for _, p := range a.Snap.Processes {
-			if p.Exited {
-				continue
-			}
-			for _, t := range p.Threads {
-				if t.HoldsGIL() && waitsForGIL(t) && gilRetakeStable(a, p, t) {
-					refs = append(refs, ThreadRef{Proc: p, Thread: t})
-				}
+		for p, t := range a.liveThreads() {
+			if t.HoldsGIL() && waitsForGIL(t) && gilRetakeStable(a, p, t) {
+				refs = append(refs, ThreadRef{Proc: p, Thread: t})
 			}
 		}
 		return refs

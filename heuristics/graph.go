@@ -110,67 +110,62 @@ func buildGraph(a *analysis) *Graph {
 	locks := map[procLock]*Lock{}
 	// locks known only by the owner the dump names, by process and owner
 	named := map[procLock]*Lock{}
-	for _, p := range a.Snap.Processes {
-		if p.Exited {
-			continue // it went away: whatever it waited for, it was not stuck
-		}
-		for _, t := range p.Threads {
-			from := ThreadRef{Proc: p, Thread: t}
-			w := t.Wait
-			switch {
-			case w == nil:
-			case w.Mutex != nil && !steadyMutex(t):
-				// the samples disagree on the lock or its owner: the
-				// thread moved on, and owners read at different moments
-				// could draw a cycle that never was
-			case w.Mutex != nil:
-				key := procLock{p, w.Mutex.Addr}
-				l := locks[key]
-				if l == nil {
-					l = &Lock{Key: LockKey{p.Pid, w.Mutex.Addr}, Mutex: w.Mutex, Owner: a.resolveOwner(p, w.Mutex)}
-					locks[key] = l
-					g.Locks = append(g.Locks, l)
-				}
-				l.Waiters = append(l.Waiters, from)
-				to := ThreadRef{}
-				if l.Owner.Kind == OwnerLive {
-					to = l.Owner.Thread
-				}
-				g.add(Edge{Kind: EdgeMutex, From: from, Lock: l, To: to})
-			case w.BlockedByTid != 0 && (w.BlockedByPid == 0 || p.Pid <= 0 || w.BlockedByPid == p.Pid):
-				// The dump names the owner (a macOS turnstile's "blocked by
-				// … thread 0x…"): an owner as good as one read from a
-				// mutex, of a lock whose address the dump does not give.
-				r, live := a.threadIn(p, w.BlockedByTid)
-				if c, _ := waitOf(t); live && c == waitJoin {
-					g.add(Edge{Kind: EdgeJoin, From: from, To: r})
-					continue
-				}
-				key := procLock{p, uint64(w.BlockedByTid)}
-				l := named[key]
-				if l == nil {
-					l = &Lock{Key: LockKey{p.Pid, 0}, Mutex: &stacks.Mutex{Owner: w.BlockedByTid}, Owner: Owner{Kind: OwnerUnknown, Tid: w.BlockedByTid}}
-					if live {
-						l.Owner = Owner{Kind: OwnerLive, Tid: w.BlockedByTid, Thread: r}
-					}
-					named[key] = l
-					g.Locks = append(g.Locks, l)
-				}
-				l.Waiters = append(l.Waiters, from)
-				to := ThreadRef{}
-				if live {
-					to = r
-				}
-				g.add(Edge{Kind: EdgeMutex, From: from, Lock: l, To: to})
-			case w.JoinTid != 0:
-				to := ThreadRef{}
-				if r, ok := a.threadIn(p, w.JoinTid); ok {
-					to = r
-				}
-				g.add(Edge{Kind: EdgeJoin, From: from, To: to})
-			case w.Syscall == "wait4" || w.Syscall == "waitid":
-				g.add(Edge{Kind: EdgeChild, From: from, Children: p.Children})
+	for p, t := range a.liveThreads() {
+		from := ThreadRef{Proc: p, Thread: t}
+		w := t.Wait
+		switch {
+		case w == nil:
+		case w.Mutex != nil && !steadyMutex(t):
+			// the samples disagree on the lock or its owner: the
+			// thread moved on, and owners read at different moments
+			// could draw a cycle that never was
+		case w.Mutex != nil:
+			key := procLock{p, w.Mutex.Addr}
+			l := locks[key]
+			if l == nil {
+				l = &Lock{Key: LockKey{p.Pid, w.Mutex.Addr}, Mutex: w.Mutex, Owner: a.resolveOwner(p, w.Mutex)}
+				locks[key] = l
+				g.Locks = append(g.Locks, l)
 			}
+			l.Waiters = append(l.Waiters, from)
+			to := ThreadRef{}
+			if l.Owner.Kind == OwnerLive {
+				to = l.Owner.Thread
+			}
+			g.add(Edge{Kind: EdgeMutex, From: from, Lock: l, To: to})
+		case w.BlockedByTid != 0 && (w.BlockedByPid == 0 || p.Pid <= 0 || w.BlockedByPid == p.Pid):
+			// The dump names the owner (a macOS turnstile's "blocked by
+			// … thread 0x…"): an owner as good as one read from a
+			// mutex, of a lock whose address the dump does not give.
+			r, live := a.threadIn(p, w.BlockedByTid)
+			if c, _ := waitOf(t); live && c == waitJoin {
+				g.add(Edge{Kind: EdgeJoin, From: from, To: r})
+				continue
+			}
+			key := procLock{p, uint64(w.BlockedByTid)}
+			l := named[key]
+			if l == nil {
+				l = &Lock{Key: LockKey{p.Pid, 0}, Mutex: &stacks.Mutex{Owner: w.BlockedByTid}, Owner: Owner{Kind: OwnerUnknown, Tid: w.BlockedByTid}}
+				if live {
+					l.Owner = Owner{Kind: OwnerLive, Tid: w.BlockedByTid, Thread: r}
+				}
+				named[key] = l
+				g.Locks = append(g.Locks, l)
+			}
+			l.Waiters = append(l.Waiters, from)
+			to := ThreadRef{}
+			if live {
+				to = r
+			}
+			g.add(Edge{Kind: EdgeMutex, From: from, Lock: l, To: to})
+		case w.JoinTid != 0:
+			to := ThreadRef{}
+			if r, ok := a.threadIn(p, w.JoinTid); ok {
+				to = r
+			}
+			g.add(Edge{Kind: EdgeJoin, From: from, To: to})
+		case w.Syscall == "wait4" || w.Syscall == "waitid":
+			g.add(Edge{Kind: EdgeChild, From: from, Children: p.Children})
 		}
 	}
 	return g

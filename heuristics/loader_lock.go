@@ -83,11 +83,8 @@ func detectLoaderWaits(a *analysis) []loaderWait {
 			}
 		}
 	}
-	for _, p := range a.Snap.Processes {
+	for p := range a.liveProcs() {
 		var lw loaderWait
-		if p.Exited {
-			continue
-		}
 		for _, t := range p.Threads {
 			if a.running(t) {
 				lw = loaderWait{} // somebody runs: it may be the holder, and it may release

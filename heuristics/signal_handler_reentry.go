@@ -52,36 +52,31 @@ func findReentries(a *analysis) []reentry { return result(a, "reentries", detect
 
 func detectReentries(a *analysis) []reentry {
 	var found []reentry
-	for _, p := range a.Snap.Processes {
-		if p.Exited {
+	for p, t := range a.liveThreads() {
+		sig, below, byName, ok := signalSplit(t.Stack)
+		class, caller := a.wait(t)
+		if !ok || sig <= 0 || !class.isLock() || caller > sig {
 			continue
 		}
-		for _, t := range p.Threads {
-			sig, below, byName, ok := signalSplit(t.Stack)
-			class, caller := a.wait(t)
-			if !ok || sig <= 0 || !class.isLock() || caller > sig {
-				continue
-			}
-			r := reentry{waiter: ThreadRef{p, t}, sig: sig, below: below, byName: byName, caller: caller, held: -1}
-			if es := a.WaitsFor(t); len(es) > 0 && es[0].Kind == EdgeMutex && es[0].Lock.Owner.Kind != OwnerUnknown {
-				e := es[0]
-				if e.Lock.Owner.Kind == OwnerLive && e.To.Thread == t && e.Lock.Mutex.Kind&kindMask != kindRecursive {
-					r.edge = &e
-					found = append(found, r)
-				}
-				continue // the owner speaks: another owner is no re-entry
-			}
-			if r.held, r.family = sameAddrBelow(t, below); r.held >= 0 {
-				found = append(found, r)
-			} else if r.held, r.family = sameLockBelow(t.Stack, caller, sig, below); r.held >= 0 {
-				found = append(found, r)
-			} else if fam := handlerFamily(t.Stack, caller, sig); fam != "" && !namedFrom(t.Stack, below) {
-				// The handler waits for the lock of a library that is not
-				// async-signal-safe, and what the signal interrupted is
-				// not shown: most likely that library, holding the lock.
-				r.held, r.family, r.unseen = min(below, len(t.Stack)-1), fam, true
+		r := reentry{waiter: ThreadRef{p, t}, sig: sig, below: below, byName: byName, caller: caller, held: -1}
+		if es := a.WaitsFor(t); len(es) > 0 && es[0].Kind == EdgeMutex && es[0].Lock.Owner.Kind != OwnerUnknown {
+			e := es[0]
+			if e.Lock.Owner.Kind == OwnerLive && e.To.Thread == t && e.Lock.Mutex.Kind&kindMask != kindRecursive {
+				r.edge = &e
 				found = append(found, r)
 			}
+			continue // the owner speaks: another owner is no re-entry
+		}
+		if r.held, r.family = sameAddrBelow(t, below); r.held >= 0 {
+			found = append(found, r)
+		} else if r.held, r.family = sameLockBelow(t.Stack, caller, sig, below); r.held >= 0 {
+			found = append(found, r)
+		} else if fam := handlerFamily(t.Stack, caller, sig); fam != "" && !namedFrom(t.Stack, below) {
+			// The handler waits for the lock of a library that is not
+			// async-signal-safe, and what the signal interrupted is
+			// not shown: most likely that library, holding the lock.
+			r.held, r.family, r.unseen = min(below, len(t.Stack)-1), fam, true
+			found = append(found, r)
 		}
 	}
 	return found
