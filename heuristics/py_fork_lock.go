@@ -236,7 +236,7 @@ func pyOnlyForkDiagnosis(a *analysis, p *stacks.Process) (Diagnosis, bool) {
 		return Diagnosis{}, false
 	}
 	fork := forkChildSide(p)
-	if p.Fork == nil && !fork.certain {
+	if p.Fork == nil && !fork.certain && fork.heading == "" {
 		return Diagnosis{}, false
 	}
 	t := p.Threads[0]
@@ -245,7 +245,10 @@ func pyOnlyForkDiagnosis(a *analysis, p *stacks.Process) (Diagnosis, bool) {
 	}
 	ref := ThreadRef{Proc: p, Thread: t}
 	how := "process lineage"
-	if p.Fork == nil {
+	switch {
+	case p.Fork == nil && fork.heading != "":
+		how = fmt.Sprintf("the paste's heading %q", fork.heading)
+	case p.Fork == nil:
 		how = fmt.Sprintf("its frames (`%s`, then `%s`, which runs only in the child)", fork.frame, fork.marker)
 	}
 	summary := fmt.Sprintf("%s is a forked child (by %s) whose only thread stopped inside logging, where it takes a handler's lock and the lock of the stream the handler writes to: a parent thread that was logging when the process forked left them locked in the child",

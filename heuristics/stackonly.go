@@ -27,6 +27,9 @@ type forkEvidence struct {
 	certain bool
 	frame   string // the fork frame, as a person reads it
 	marker  string // the child-side frame, when certain
+	// heading: no frame says fork, but the paste's heading names the
+	// process a child ("subprocess 91605 backtrace:")
+	heading string
 }
 
 // forkChildFrames reads a stack, innermost first, for the child's side
@@ -89,7 +92,11 @@ func forkChildSide(p *stacks.Process) forkEvidence {
 	if p.Fork != nil || len(p.Threads) != 1 {
 		return forkEvidence{}
 	}
-	return forkChildFrames(p.Threads[0].Stack)
+	ev := forkChildFrames(p.Threads[0].Stack)
+	if !ev.ok && p.HeadedChild() {
+		ev = forkEvidence{ok: true, heading: p.Heading}
+	}
+	return ev
 }
 
 // loneWaiter is a process's one lock waiter that no other thread could
@@ -523,6 +530,12 @@ func (a *analysis) loneWaiterDiagnosis(lw loneWaiter) Diagnosis {
 				"an allocator takes this lock only inside its own functions and waits for nothing while it holds it, so its holder is a thread that does not run here",
 				"most likely a thread of the parent at fork(): fork() copied the lock locked into the child (or the thread re-entered the allocator from a hook or a signal handler)"}
 			d.Evidence = append(d.Evidence, "no lineage was read: whether the process is a forked child (its parent pid, the fork frames cut from the paste) would settle it")
+		} else if lw.fork.heading != "" {
+			d.Summary = fmt.Sprintf("the paste names process %d a child (%q) and its only thread, %s, waits for %s in %s that no thread of the child can release: a child forked without exec keeps the locks its parent's threads held at fork(), locked",
+				p.Pid, lw.fork.heading, threadLabel(t), lock, site)
+			d.Chain = []string{fmt.Sprintf("the paste's heading %q names the process a child", lw.fork.heading), waits, only,
+				"a lock no thread of the process can release, in a child: most likely copied locked by fork() from a parent thread that held it, which does not exist in the child"}
+			d.Evidence = append(d.Evidence, "no lineage was read: the child is the reporter's word; its parent pid and whether it exec'd (a forked child runs its parent's program) would settle it")
 		} else if lw.fork.ok {
 			d.Summary = fmt.Sprintf("process %d is a forked child by its frames (its only thread is inside `%s`): %s waits for %s in %s that no thread of the child can release; a lock a parent thread held at fork() stays locked in the child",
 				p.Pid, lw.fork.frame, threadLabel(t), lock, site)

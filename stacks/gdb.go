@@ -468,6 +468,9 @@ func (p *gdbParser) meta(l textLine) bool {
 			return true
 		}
 	}
+	if _, ok := processHeading(t); ok {
+		return true // split.go gave the process its pid
+	}
 	for _, pre := range noisePrefixes {
 		if strings.HasPrefix(t, pre) {
 			return true
@@ -913,7 +916,7 @@ func (p *gdbParser) finish() {
 	}
 	rows := 0
 	for _, gt := range p.threads {
-		if !gt.header && !gt.table && len(gt.t.Stack) == 1 && firsts[gt.rawFirst] > 0 {
+		if !gt.header && !gt.table && !gt.pyBT && len(gt.t.Stack) == 1 && firsts[gt.rawFirst] > 0 {
 			continue // the stop location gdb printed before the backtraces
 		}
 		if gt.chain && gt.ownNo && framed[gt.gdbNo] {
@@ -983,8 +986,8 @@ func (p *gdbParser) emptyError() error {
 func (p *gdbParser) pyBT(l textLine) bool {
 	t := l.text
 	if t == "Traceback (most recent call first):" || t == "Unable to locate python frame" {
-		if p.cur == nil {
-			p.cur = p.implicitThread()
+		if p.cur == nil || p.cur.pyBT && len(p.cur.t.Stack) > 0 {
+			p.cur = p.implicitThread() // a second py-bt: another thread
 		}
 		p.cur.pyBT = true
 		return true

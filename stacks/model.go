@@ -56,6 +56,9 @@ type Process struct {
 	// Label says where the process came from when a snapshot merges
 	// several inputs (the dump's file name, a rank, a host).
 	Label string `json:"label,omitempty"`
+	// Heading is the line a person wrote above the process's dump to
+	// name it ("* subprocess 91605 backtrace:"), when the paste has one.
+	Heading string `json:"heading,omitempty"`
 	// Message is what the process said about itself with its dump, when
 	// the dump shows it: a Go "fatal error: all goroutines are asleep -
 	// deadlock!", "panic: test timed out after 10m0s", "SIGQUIT: quit".

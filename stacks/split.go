@@ -151,6 +151,7 @@ type pieceIDs struct {
 	// lldbThread is the thread number of the last lldb thread header
 	lldbThread string
 	rows       map[string]bool // gdb info threads row numbers of the table being read
+	heading    string          // a person's line naming the process above its dump (procheading.go)
 }
 
 // repeatKey gives the id a header line shows, "" for none.
@@ -196,7 +197,17 @@ func repeatKey(format, t string) string {
 
 // cut says whether line t begins another process of the piece.
 func (g *pieceIDs) cut(format, t string) bool {
+	if _, ok := processHeading(t); ok {
+		again := g.content || g.seen != nil
+		if !again {
+			g.heading = t // else the next piece's
+		}
+		return again
+	}
 	if format == "gdb" {
+		if t[0] == 'T' && t == "Traceback (most recent call first):" {
+			g.content = true // py-bt
+		}
 		if (t[0] == 'A' || t[0] == 'C' || t[0] == 'G' || t[0] == '[') && gdbSessionRE.MatchString(t) {
 			return g.content
 		}
@@ -610,6 +621,9 @@ func (s *pieceSource) parseAll(f *Format, forced bool) (*Snapshot, []Skipped, st
 		switch {
 		case snap != nil:
 			noteMissing(snap, p.counts)
+			if pr := snap.Processes; p.ids.heading != "" && len(pr) == 1 {
+				pr[0].setHeading(p.ids.heading)
+			}
 			snaps = append(snaps, snap)
 			if !slices.Contains(names, f.Name) {
 				names = append(names, f.Name)
