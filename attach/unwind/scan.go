@@ -26,10 +26,17 @@ const (
 
 // stepScan finds the caller of a frame that no CFI covers by scanning the
 // stack above SP for the first word that is a return address of a call
-// into this frame's function: a word in code, just after a call
-// instruction, whose direct target begins the function that holds pc (no
-// known function starts between the target and pc), or that calls into
-// another module through a PLT stub or the GOT. The callee-saved
+// into this frame's function. Earlier calls leave their return addresses
+// in stack that later frames reserve and never write (musl's
+// pthread_mutex_timedlock under a fork child's inherited stack), so a
+// word in code just after a call is not enough: the call's target,
+// followed through jumps, PLT stubs and GOT slots, must begin the
+// function that holds pc (no known function starts between the target
+// and pc) or jump there within its first bytes, as HPCToolkit's
+// deep_validate_return_addr confirms a trolled return address against
+// the routine it returns from. A call whose target cannot be read (a
+// call through a register, a PLT slot not yet bound) is taken only from
+// another module: its target is unknown, not wrong. The callee-saved
 // registers of the caller are unknown afterwards: the frames skipped may
 // have saved them anywhere.
 func (w *walker) stepScan(cur state, pc uint64) (step, bool) {
@@ -50,23 +57,8 @@ func (w *walker) stepScan(cur state, pc uint64) (step, bool) {
 		if !ok || ra-caller < 7 {
 			continue
 		}
-		var insn [7]byte
-		if k, _ := w.mem.ReadAt(insn[:], ra-7); k != len(insn) {
-			continue
-		}
-		var entry uint64
-		if insn[2] == 0xe8 { // call rel32
-			target := w.throughJumps(ra + uint64(int64(int32(binary.LittleEndian.Uint32(insn[3:])))))
-			switch tmod, _, _ := code.Code(target); {
-			case tmod == here && callsInto(code, target, pc, here, caller):
-				entry = target
-			case callsInto(code, target, pc, here, caller), w.tailCallsInto(code, target, pc, here):
-			default:
-				continue
-			}
-		} else if !indirectCall(insn) || caller == here {
-			// a call through a register or memory may go anywhere: only
-			// a call into another module (the GOT) is taken
+		entry, ok := w.returnsFrom(code, ra, caller, pc, here)
+		if !ok {
 			continue
 		}
 		var st step
@@ -78,18 +70,77 @@ func (w *walker) stepScan(cur state, pc uint64) (step, bool) {
 	return step{}, false
 }
 
-// throughJumps follows the direct jumps a call target may begin with
-// (musl's __syscall_cp is a jmp to __syscall_cp_c) to the function that
-// runs.
+// returnsFrom says whether ra, in the module whose code starts at
+// caller, follows a call that can have led to pc, in the module whose
+// code starts at here; entry is the start of pc's function when the
+// call's target proves it, 0 otherwise.
+func (w *walker) returnsFrom(code CodeMap, ra, caller, pc, here uint64) (entry uint64, ok bool) {
+	var insn [7]byte
+	if k, _ := w.mem.ReadAt(insn[:], ra-7); k != len(insn) {
+		return 0, false
+	}
+	var target uint64
+	switch {
+	case insn[2] == 0xe8: // call rel32
+		target = ra + uint64(int64(int32(binary.LittleEndian.Uint32(insn[3:]))))
+	case insn[1] == 0xff && insn[2] == 0x15: // call *disp32(%rip): -fno-plt's call through the GOT
+		slot, err := readWord(w.mem, ra+uint64(int64(int32(binary.LittleEndian.Uint32(insn[3:])))))
+		if err != nil {
+			return 0, caller != here
+		}
+		target = slot
+	case indirectCall(insn):
+		// through a register or memory the scan cannot follow: it may go
+		// anywhere, so only a call into another module is taken
+		return 0, caller != here
+	default:
+		return 0, false
+	}
+	target = w.throughJumps(target)
+	tmod, _, ok := code.Code(target)
+	switch {
+	case !ok:
+		return 0, false
+	case tmod == here && callsInto(code, target, pc):
+		return target, true
+	case tmod == here:
+		return 0, w.tailCallsInto(code, target, pc)
+	default:
+		// still in the caller's module: a PLT stub whose slot is not yet
+		// bound (lazy binding) or not decoded; elsewhere: a call that
+		// went to a third module, not to pc's
+		return 0, here != caller && tmod == caller
+	}
+}
+
+// throughJumps follows the jumps a call target may begin with to the
+// function that runs: direct ones (musl's __syscall_cp is a jmp to
+// __syscall_cp_c) and a PLT stub's jump through its GOT slot (jmp
+// *disp32(%rip), after an endbr64 and a bnd prefix in .plt.sec). A slot
+// that is not yet bound points back into the PLT.
 func (w *walker) throughJumps(target uint64) uint64 {
 	for range 3 {
-		var b [5]byte
+		var b [11]byte
 		n, _ := w.mem.ReadAt(b[:], target)
+		i := 0
+		if n >= 4 && b[0] == 0xf3 && b[1] == 0x0f && b[2] == 0x1e && b[3] == 0xfa { // endbr64
+			i = 4
+		}
+		if n > i && b[i] == 0xf2 { // bnd
+			i++
+		}
 		switch {
-		case n == 5 && b[0] == 0xe9: // jmp rel32
-			target += 5 + uint64(int64(int32(binary.LittleEndian.Uint32(b[1:]))))
-		case n >= 2 && b[0] == 0xeb: // jmp rel8
-			target += 2 + uint64(int64(int8(b[1])))
+		case n >= i+6 && b[i] == 0xff && b[i+1] == 0x25: // jmp *disp32(%rip)
+			next := target + uint64(i) + 6
+			slot, err := readWord(w.mem, next+uint64(int64(int32(binary.LittleEndian.Uint32(b[i+2:])))))
+			if err != nil {
+				return target
+			}
+			target = slot
+		case n >= i+5 && b[i] == 0xe9: // jmp rel32
+			target += uint64(i) + 5 + uint64(int64(int32(binary.LittleEndian.Uint32(b[i+1:]))))
+		case n >= i+2 && b[i] == 0xeb: // jmp rel8
+			target += uint64(i) + 2 + uint64(int64(int8(b[i+1])))
 		default:
 			return target
 		}
@@ -101,7 +152,7 @@ func (w *walker) throughJumps(target uint64) uint64 {
 // first bytes, into the function that holds pc: musl's
 // pthread_mutex_lock tries its fast path and jumps to
 // __pthread_mutex_timedlock, pthread_join to __pthread_timedjoin_np.
-func (w *walker) tailCallsInto(code CodeMap, target, pc, here uint64) bool {
+func (w *walker) tailCallsInto(code CodeMap, target, pc uint64) bool {
 	var b [64]byte
 	n, _ := w.mem.ReadAt(b[:], target)
 	for i := 0; i+5 <= n; i++ {
@@ -109,25 +160,18 @@ func (w *walker) tailCallsInto(code CodeMap, target, pc, here uint64) bool {
 			continue
 		}
 		dest := target + uint64(i) + 5 + uint64(int64(int32(binary.LittleEndian.Uint32(b[i+1:]))))
-		if callsInto(code, dest, pc, here, here) {
+		if callsInto(code, dest, pc) {
 			return true
 		}
 	}
 	return false
 }
 
-// callsInto says whether a direct call to target from the module whose
-// code starts at caller can have led to pc, in the module whose code
-// starts at here.
-func callsInto(code CodeMap, target, pc, here, caller uint64) bool {
-	tmod, _, ok := code.Code(target)
-	switch {
-	case !ok:
-		return false
-	case tmod != here:
-		// a PLT stub of the caller's module, which jumps into pc's
-		return here != caller && tmod == caller
-	case target > pc || pc-target > maxFunc:
+// callsInto says whether a call to target, in the module of pc, can
+// have led to pc: target is at or before pc, no farther than a function
+// is long, and no known function begins between them.
+func callsInto(code CodeMap, target, pc uint64) bool {
+	if target > pc || pc-target > maxFunc {
 		return false
 	}
 	start, known := code.FuncBefore(pc)
