@@ -124,43 +124,43 @@ PATIENT_FN void patient_die_with_parent(pid_t parent)
 		_exit(2);
 }
 
+/* patient_task_read reads /proc file name of thread tid of process pid (0:
+ * this process) into buf, NUL-terminated; its length, 0 when unreadable. */
+PATIENT_FN int patient_task_read(pid_t pid, pid_t tid, const char *name, char *buf, int size)
+{
+	char path[64];
+	int fd, n;
+
+	if (pid == 0)
+		snprintf(path, sizeof path, "/proc/self/task/%d/%s", (int)tid, name);
+	else
+		snprintf(path, sizeof path, "/proc/%d/task/%d/%s", (int)pid, (int)tid, name);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return 0;
+	n = (int)read(fd, buf, (size_t)size - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	return n;
+}
+
 /* patient_task_blocked_in says whether thread tid of process pid (0: this
  * process) sleeps (state S) inside syscall nr (or any syscall when nr is
  * PATIENT_ANY_SYSCALL). A parent may read its forked child's files. */
 PATIENT_FN int patient_task_blocked_in(pid_t pid, pid_t tid, int nr)
 {
-	char path[64], buf[256];
-	int fd, n;
+	char buf[256];
 	char *p;
 
-	if (pid == 0)
-		snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
-	else
-		snprintf(path, sizeof path, "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
+	if (patient_task_read(pid, tid, "stat", buf, sizeof buf) == 0)
 		return 0;
-	n = (int)read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
 	p = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
 	if (p == NULL || p[1] != ' ' || p[2] != 'S')
 		return 0;
-
-	if (pid == 0)
-		snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
-	else
-		snprintf(path, sizeof path, "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
+	if (patient_task_read(pid, tid, "syscall", buf, sizeof buf) == 0)
 		return 0;
-	n = (int)read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
 	if (buf[0] < '0' || buf[0] > '9') /* "running" or "-1 …" */
 		return 0;
 	return nr == PATIENT_ANY_SYSCALL || atoi(buf) == nr;
