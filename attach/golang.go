@@ -148,7 +148,13 @@ func (gt *goTarget) osThreadsSample(tg *target, states map[int]taskStat, frames 
 		delta := st.Ticks - acc.lastTicks
 		acc.lastTicks, acc.ticks = st.Ticks, acc.ticks+delta
 		acc.t.Name, acc.t.State = st.Name, string(st.State)
-		acc.t.Stack = frames[tid]
+		if st, ok := frames[tid]; ok {
+			acc.t.Stack = st
+		} else {
+			// Its registers were not read in this sample (born since, or
+			// its stop failed): the last stack read stands, said so.
+			addNote(&acc.t.Notes, "registers not read in every sample: the stack shown is the last one read")
+		}
 		acc.t.Samples = append(acc.t.Samples, stacks.Sample{State: string(st.State), CPUTicks: delta, Stack: acc.t.Stack})
 	}
 }

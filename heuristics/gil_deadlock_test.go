@@ -163,3 +163,27 @@ func TestGILDeadlockEvidencePerProcess(t *testing.T) {
 	}
 	sameInts(t, "gil-deadlock pids", pids, 7001, 8001)
 }
+
+// TestGILWaiterCaughtAwake: take_gil wakes every 5 ms; a live sample of
+// CPython 3.12.1 (TestLivePythonGILDeadlock, a CI run on 2026-12-02)
+// caught the waiter in _PyThreadState_MustExit, above its condvar wait.
+// It still waits for the GIL; a libc frame above take_gil's callers that
+// is not a wait is not the GIL wait's.
+func TestGILWaiterCaughtAwake(t *testing.T) {
+	const lib = "/root/.pyenv/versions/3.12.1/lib/libpython3.12.so.1.0"
+	awake := pyThread(2, "python3",
+		stacks.Frame{Func: "_PyInterpreterState_GetFinalizing", Module: lib, Inlined: true},
+		nf("_PyThreadState_MustExit", lib), nf("take_gil", lib), nf("PyEval_RestoreThread", lib),
+		nf("hold_then_regain", gilext), nf("cfunction_vectorcall_NOARGS", lib))
+	if !waitsForGIL(awake) {
+		t.Errorf("a waiter caught in take_gil's loop is not read as waiting for the GIL")
+	}
+	other := pyThread(3, "python3", nf("memcpy", pyLibc), nf("take_gil", lib), nf("PyEval_RestoreThread", lib))
+	if waitsForGIL(other) {
+		t.Errorf("a libc call that is no wait, above take_gil, read as the GIL wait")
+	}
+	running := pyThread(4, "python3", nf("_PyEval_EvalFrameDefault", lib), nf("PyEval_EvalCode", lib))
+	if waitsForGIL(running) {
+		t.Errorf("a thread running Python code read as waiting for the GIL")
+	}
+}

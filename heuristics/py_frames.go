@@ -218,7 +218,7 @@ func pyWorker(p *stacks.Process) string {
 // condition variable and mutex internals (and unnamed frames of a
 // stripped libpython) is take_gil or a function that calls it.
 func waitsForGIL(t *stacks.Thread) bool {
-	for _, f := range t.Stack {
+	for i, f := range t.Stack {
 		switch {
 		case f.Signal:
 			return false
@@ -226,8 +226,30 @@ func waitsForGIL(t *stacks.Thread) bool {
 			return true
 		case f.Func == "", isFutexFrame(f), isCondFrame(f), isLockFrame(f), frameRole(f) == stacks.RoleAcquire:
 			continue // before Python 3.2 the GIL is a PyThread lock: PyEval_RestoreThread → PyThread_acquire_lock
+		case inGILWaitLoop(t.Stack[i:]):
+			continue
 		}
 		return false
+	}
+	return false
+}
+
+// inGILWaitLoop: the frame on top is the interpreter's own code called by
+// the GIL wait under it (take_gil wakes every switch interval to check
+// _PyThreadState_MustExit, drop requests, eval breakers): a sample can
+// catch the waiter there, awake, still waiting.
+func inGILWaitLoop(st []stacks.Frame) bool {
+	f := st[0]
+	if f.Module == "" {
+		return false
+	}
+	for _, g := range st[1:] {
+		if g.Module != f.Module || g.Signal {
+			return false
+		}
+		if isGILFrame(g) {
+			return true
+		}
 	}
 	return false
 }

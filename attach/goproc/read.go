@@ -288,9 +288,21 @@ func (r *Reader) Read(regs []ThreadRegs, opts Options) (*Result, error) {
 		res.add(th, err)
 	}
 	res.addOSThreads(regs, opts, func(tr ThreadRegs) []stacks.Frame {
-		frames, _ := proc.ThreadStacktrace(r.target, r.p.threads[tr.Tid], opts.MaxDepth)
-		st, _ := framesOf(frames)
-		return st
+		var frames []proc.Stackframe
+		if th := r.p.threads[tr.Tid]; th != nil {
+			frames, _ = proc.ThreadStacktrace(r.target, th, opts.MaxDepth)
+		}
+		if st, _ := framesOf(frames); len(st) > 0 {
+			return st
+		}
+		// delve could not unwind it (a thread born since the thread list
+		// was read, or caught in a prologue): its PC is still its place.
+		file, line, fn := r.target.BinInfo().PCToLine(tr.Regs.Rip)
+		fr := stacks.Frame{File: file, Line: line, PC: tr.Regs.Rip}
+		if fn != nil {
+			fr.Func = fn.Name
+		}
+		return []stacks.Frame{fr}
 	})
 	return res, nil
 }
