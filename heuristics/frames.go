@@ -52,8 +52,12 @@ func blockedIn(stack []stacks.Frame) (class waitClass, caller int, futex bool) {
 		case r != nil && (r.Role == stacks.RolePark || r.Role == stacks.RoleSyscall):
 			futex = true
 			continue
-		case r != nil && r.Role == stacks.RoleYield && class == notWaiting && i+1 < len(stack) && frameRole(stack[i+1]).IsLock():
-			continue // a spin lock's slow path gives the CPU away between tries: one sample of it is a lock wait
+		case r != nil && (r.Role == stacks.RoleYield || r.Role == stacks.RoleSleep) && class == notWaiting && i+1 < len(stack) && frameRole(stack[i+1]).IsLock():
+			// A spin lock's slow path gives the CPU away between tries
+			// (sched_yield) or backs off in a short sleep (tcmalloc's
+			// SpinLockDelay, nanosleep in an old SpinLock::SlowLock): one
+			// sample of it is a lock wait, not a sleep.
+			continue
 		case r != nil && r.Role.IsLock() && r.AnyReleaser:
 			c = waitPyLock
 		case r != nil && r.Role.IsLock():
@@ -262,6 +266,12 @@ func signalSplit(stack []stacks.Frame) (handlerEnd, below int, byName, ok bool) 
 	for i, f := range stack {
 		if frameRole(f) != stacks.RoleHandler && !handlerSignature(f) {
 			continue
+		}
+		// A handler passes the signal number on (job_waitsafe(sig=17, info,
+		// context) -> job_reap(sig=17)): the kernel called the outermost
+		// of the frames that look like one.
+		for i+1 < len(stack) && (frameRole(stack[i+1]) == stacks.RoleHandler || handlerSignature(stack[i+1])) {
+			i++
 		}
 		rest := stack[i+1:]
 		if len(rest) > 0 && isThreadStart(rest[0]) {

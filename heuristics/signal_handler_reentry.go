@@ -71,7 +71,7 @@ func detectReentries(a *analysis) []reentry {
 			found = append(found, r)
 		} else if r.held, r.family = sameLockBelow(t.Stack, caller, sig, below); r.held >= 0 {
 			found = append(found, r)
-		} else if fam := handlerFamily(t.Stack, caller, sig); fam != "" && !namedFrom(t.Stack, below) {
+		} else if fam := handlerFamily(t.Stack, caller, sig); fam != "" && !interruptedShown(t, below) {
 			// The handler waits for the lock of a library that is not
 			// async-signal-safe, and what the signal interrupted is
 			// not shown: most likely that library, holding the lock.
@@ -234,6 +234,16 @@ func handlerFamily(stack []stacks.Frame, caller, sig int) string {
 		}
 	}
 	return ""
+}
+
+// interruptedShown: the paste shows what the signal interrupted, frames
+// from below on with a symbol. A lone last frame the paste cuts inside its
+// name ("… in tcmallo") shows nothing sure: its name may be any function.
+func interruptedShown(t *stacks.Thread, below int) bool {
+	if below == len(t.Stack)-1 && stacks.FrameCut(t, below) {
+		return false
+	}
+	return namedFrom(t.Stack, below)
 }
 
 // namedFrom: some frame from i on has a symbol.

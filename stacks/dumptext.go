@@ -134,6 +134,19 @@ func StackCut(t *Thread) bool {
 	return false
 }
 
+// FrameCut says whether the parser noted frame #n of t cut mid-way: the
+// paste ends inside it, so its function name may be a prefix of the real
+// one ("tcmallo").
+func FrameCut(t *Thread, n int) bool {
+	mark := fmt.Sprintf(": frame #%d cut mid-way", n)
+	for _, note := range t.Notes {
+		if strings.Contains(note, mark) {
+			return true
+		}
+	}
+	return false
+}
+
 // cutFrame is the note for frame n, cut mid-way on line no.
 func cutFrame(no, n int) string {
 	return fmt.Sprintf("line %d: frame #%d cut mid-way; its function name may be partial", no, n)

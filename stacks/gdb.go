@@ -885,6 +885,12 @@ func parseTrailer(f *Frame, body string) string {
 					return strings.TrimRight(body[:i], " ")
 				}
 			}
+			if end == len(body) && loc != "" && !strings.ContainsAny(loc, " :()") {
+				// a paste cut inside the file name ("… (sig=17, info=…) at
+				// ../s"): the argument list before it is whole
+				f.File = loc
+				return strings.TrimRight(body[:i], " ")
+			}
 		}
 		end = i
 	}

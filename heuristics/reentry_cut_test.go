@@ -1,0 +1,93 @@
+package heuristics
+
+// Signal re-entry as pastes cut it: a spin lock's back-off sleep under a
+// handler, a last frame cut inside its name, a handler known only by its
+// (sig, info, context) arguments whose line is cut inside the file name,
+// and i386's vDSO syscall entry on top. The dumps are written by hand in
+// gdb's format, with other programs' names than the corpus reports the
+// rules were found on (gperftools#206, att/ast#563).
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/hangdoc/hangdoc/stacks"
+)
+
+func parseDump(t *testing.T, text string) *stacks.Snapshot {
+	t.Helper()
+	snap, _, _, err := stacks.Parse(strings.NewReader(text), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap
+}
+
+// A spin lock's slow path that backs off in nanosleep is a lock wait in
+// one sample: the thread is not sleeping on a timer.
+func TestSpinLockBackoffSleepIsLockWait(t *testing.T) {
+	snap := parseDump(t, "#0  0x00007f0000001000 in nanosleep () from /lib64/libc.so.6\n"+
+		"#1  0x0000000000401000 in SpinLock::SlowLock ()\n"+
+		"#2  0x0000000000402000 in Cache::Refill ()\n"+
+		"#3  0x0000000000403000 in worker_main ()\n"+
+		"#4  0x00007f0000002000 in start_thread () from /lib64/libpthread.so.0\n")
+	if c, _ := waitOf(snap.Processes[0].Threads[0]); c != waitLock {
+		t.Errorf("nanosleep under SpinLock::SlowLock: wait %v, want a lock wait", c)
+	}
+	if d, ok := top(snap); ok && d.ID == "sleeping" {
+		t.Errorf("a spin lock's back-off read as %s: %s", d.ID, d.Summary)
+	}
+	// a sleep called by the program's own loop stays a sleep
+	plain := parseDump(t, "#0  0x00007f0000001000 in nanosleep () from /lib64/libc.so.6\n"+
+		"#1  0x00007f0000001100 in usleep () from /lib64/libc.so.6\n"+
+		"#2  0x0000000000402000 in poll_loop ()\n"+
+		"#3  0x0000000000403000 in main ()\n")
+	if d, ok := top(plain); !ok || d.ID != "sleeping" {
+		t.Errorf("a poll loop's usleep: top %s, want sleeping", d.ID)
+	}
+}
+
+// A handler that allocates over a signal frame whose interrupted frame is
+// the paste's last line, cut inside its name: what the signal interrupted
+// is not known, so the handler most likely interrupted the allocator (low).
+// With that frame whole and outside the allocator, no re-entry is shown.
+func TestReentryOverCutInterruptedFrame(t *testing.T) {
+	handler := "#0  0x00007f0000001000 in __lll_lock_wait_private () from /lib64/libc.so.6\n" +
+		"#1  0x00007f0000001100 in malloc () from /lib64/libc.so.6\n" +
+		"#2  0x0000000000401000 in format_report ()\n" +
+		"#3  0x0000000000402000 in on_fatal ()\n" +
+		"#4  <signal handler called>\n"
+	cut := parseDump(t, handler+"#5  0x00007f0000001200 in _int_mal")
+	d, ok := top(cut)
+	if !ok || d.ID != "signal-handler-reentry" || d.Confidence != Low {
+		t.Fatalf("cut interrupted frame: top %s (%s) %s, want signal-handler-reentry (low)", d.ID, d.Confidence, d.Summary)
+	}
+	has(t, "summary", d.Summary, "on_fatal", "malloc")
+	whole := parseDump(t, handler+"#5  0x0000000000403000 in render_frame ()\n#6  0x0000000000404000 in main ()\n")
+	if d, ok := top(whole); ok && d.ID == "signal-handler-reentry" {
+		t.Errorf("interrupted in render_frame, outside the allocator: %s %s", d.ID, d.Summary)
+	}
+}
+
+// i386: __kernel_vsyscall over the lock wait; the handler passes its
+// signal number on (child_reaper(sig=17) called by on_sigchld(sig, info,
+// ctx)), and the paste ends inside on_sigchld's file name: its arguments
+// still make it the handler the kernel called, the interrupted frames are
+// below the cut.
+func TestReentryHandlerBySignatureCutInFile(t *testing.T) {
+	snap := parseDump(t, "#0  0xb7700c31 in __kernel_vsyscall ()\n"+
+		"#1  0xb7600b62 in __lll_lock_wait_private () at ../sysdeps/unix/sysv/linux/i386/lowlevellock.S:97\n"+
+		"#2  0xb7580f9f in _int_free (av=0xb7737780 <main_arena>, p=0x9f501b8, have_lock=0) at malloc.c:3962\n"+
+		"#3  0x080fc9f0 in buffer_release (b=0x9f501c0) at buffer.c:150\n"+
+		"#4  0x080a29e4 in child_reaper (sig=17) at reaper.c:486\n"+
+		"#5  0x080a2498 in on_sigchld (sig=17, info=0xbfee080c, ctx=0xbfee088c) at ../sr")
+	th := snap.Processes[0].Threads[0]
+	if f := th.Stack[5]; len(f.Args) != 3 {
+		t.Fatalf("frame cut inside its file name: args %v, want the three of its whole argument list", f.Args)
+	}
+	d, ok := top(snap)
+	if !ok || d.ID != "signal-handler-reentry" {
+		t.Fatalf("top %s %s, want signal-handler-reentry", d.ID, d.Summary)
+	}
+	has(t, "summary", d.Summary, "on_sigchld", "_int_free")
+}
