@@ -16,6 +16,7 @@ only=" $* "
 # wanted FILE: FILE is to be written this run
 wanted() { [ "$only" = "  " ] || [[ "$only" == *" $1 "* ]]; }
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/module.sh"
 out=$here/../dumps/goroutines
 build=/tmp/hangdoc-gorun
 mkdir -p "$out" "$build"
@@ -27,9 +28,7 @@ trap cleanup EXIT
 # build GO NAME SUFFIX: a module of its own under $build
 buildone() {
 	local gobin=$1 name=$2 sfx=$3 dir=$build/$2$3
-	mkdir -p "$dir"
-	cp "$here/$name/main.go" "$dir/"
-	printf 'module example.com/%s\n\ngo 1.19\n' "$name" >"$dir/go.mod"
+	gomodule "$here" "$name" "$dir"
 	(cd "$dir" && GOFLAGS= "$gobin" build -o "$name" .)
 }
 

@@ -10,6 +10,7 @@
 #   bash testdata/gorun/gen_delve.sh        # from the repository root
 set -euo pipefail
 gorun=$(cd "$(dirname "$0")" && pwd)
+. "$gorun/module.sh"
 here=$gorun/../dumps/delve
 build=/tmp/hangdoc-delve
 mkdir -p "$build"
@@ -22,9 +23,7 @@ trap cleanup EXIT
 # start NAME: builds and runs patient NAME until it is stuck; sets pid
 start() {
 	local name=$1 dir=$build/$1
-	mkdir -p "$dir"
-	cp "$gorun/$name/main.go" "$dir/"
-	printf 'module example.com/%s\n\ngo 1.19\n' "$name" >"$dir/go.mod"
+	gomodule "$gorun" "$name" "$dir"
 	(cd "$dir" && GOFLAGS= go build -o "$name" .)
 	rm -f "$dir/stdout"
 	(cd "$dir" && exec "./$name" >stdout 2>stderr) &

@@ -7,11 +7,11 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
-	"runtime/debug"
-	"runtime/pprof"
 	"time"
+
+	// the dump on HANGDOC_DUMP, one piece for every patient
+	"github.com/hangdoc/hangdoc/testdata/gorun/selfdump"
 )
 
 type result struct {
@@ -42,24 +42,9 @@ func main() {
 	time.Sleep(200 * time.Millisecond)
 	runtime.GC()
 	fmt.Println("stuck")
-	selfDump()
+	selfdump.OnRequest()
 	for {
 		time.Sleep(500 * time.Millisecond)
 		runtime.GC()
 	}
-}
-
-func selfDump() {
-	switch os.Getenv("HANGDOC_DUMP") {
-	case "pprof":
-		pprof.Lookup("goroutine").WriteTo(os.Stdout, 2)
-	case "stack":
-		buf := make([]byte, 1<<20)
-		os.Stdout.Write(buf[:runtime.Stack(buf, true)])
-	case "debug":
-		os.Stdout.Write(debug.Stack())
-	default:
-		return
-	}
-	os.Exit(0)
 }

@@ -11,10 +11,10 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"runtime/debug"
-	"runtime/pprof"
 	"strconv"
 	"time"
+
+	"github.com/hangdoc/hangdoc/testdata/gorun/selfdump"
 )
 
 type request struct {
@@ -52,24 +52,9 @@ func main() {
 	time.Sleep(200 * time.Millisecond)
 	runtime.GC()
 	fmt.Println("stuck")
-	selfDump()
+	selfdump.OnRequest()
 	for {
 		time.Sleep(500 * time.Millisecond)
 		runtime.GC()
 	}
-}
-
-func selfDump() {
-	switch os.Getenv("HANGDOC_DUMP") {
-	case "pprof":
-		pprof.Lookup("goroutine").WriteTo(os.Stdout, 2)
-	case "stack":
-		buf := make([]byte, 64<<20)
-		os.Stdout.Write(buf[:runtime.Stack(buf, true)])
-	case "debug":
-		os.Stdout.Write(debug.Stack())
-	default:
-		return
-	}
-	os.Exit(0)
 }

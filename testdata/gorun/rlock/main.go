@@ -7,12 +7,12 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"runtime"
-	"runtime/debug"
-	"runtime/pprof"
 	"sync"
 	"time"
+
+	// the dump on HANGDOC_DUMP, one piece for every patient
+	"github.com/hangdoc/hangdoc/testdata/gorun/selfdump"
 )
 
 type cache struct {
@@ -58,21 +58,6 @@ func main() {
 	time.Sleep(300 * time.Millisecond)
 	runtime.GC()
 	fmt.Println("stuck")
-	selfDump()
+	selfdump.OnRequest()
 	select {}
-}
-
-func selfDump() {
-	switch os.Getenv("HANGDOC_DUMP") {
-	case "pprof":
-		pprof.Lookup("goroutine").WriteTo(os.Stdout, 2)
-	case "stack":
-		buf := make([]byte, 1<<20)
-		os.Stdout.Write(buf[:runtime.Stack(buf, true)])
-	case "debug":
-		os.Stdout.Write(debug.Stack())
-	default:
-		return
-	}
-	os.Exit(0)
 }

@@ -15,11 +15,11 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"runtime"
-	"runtime/debug"
-	"runtime/pprof"
 	"sync/atomic"
+
+	// the dump on HANGDOC_DUMP, one piece for every patient
+	"github.com/hangdoc/hangdoc/testdata/gorun/selfdump"
 )
 
 var trips atomic.Int64
@@ -71,21 +71,6 @@ func main() {
 		runtime.Gosched()
 	}
 	fmt.Println("stuck")
-	selfDump()
+	selfdump.OnRequest()
 	select {} // the server and its clients run on
-}
-
-func selfDump() {
-	switch os.Getenv("HANGDOC_DUMP") {
-	case "pprof":
-		pprof.Lookup("goroutine").WriteTo(os.Stdout, 2)
-	case "stack":
-		buf := make([]byte, 1<<20)
-		os.Stdout.Write(buf[:runtime.Stack(buf, true)])
-	case "debug":
-		os.Stdout.Write(debug.Stack())
-	default:
-		return
-	}
-	os.Exit(0)
 }
