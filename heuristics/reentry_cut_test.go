@@ -91,3 +91,26 @@ func TestReentryHandlerBySignatureCutInFile(t *testing.T) {
 	}
 	has(t, "summary", d.Summary, "on_sigchld", "_int_free")
 }
+
+// A stack capture (gperftools' or Abseil's GetStackTrace*) waiting for the
+// loader's lock with the paste cut right under it stands for the signal
+// handler a profiler or crash handler runs it in; the same capture called
+// from code the paste shows (a heap profiler sampling inside malloc, down
+// to main) is no handler.
+func TestStackCaptureOverCutIsHandler(t *testing.T) {
+	top3 := "#0  __lll_lock_wait () at ../nptl/sysdeps/unix/sysv/linux/x86_64/lowlevellock.S:135\n" +
+		"#1  0x00007f0000001000 in __GI___pthread_mutex_lock (mutex=0x7f0000900990 <_rtld_global+2352>) at ../nptl/pthread_mutex_lock.c:114\n" +
+		"#2  0x00007f0000002000 in __GI___dl_iterate_phdr (callback=0x7f0000003000, data=0x7ffd00000430) at dl-iteratephdr.c:41\n" +
+		"#3  0x00007f0000004000 in _ULx86_64_step () from /usr/lib/x86_64-linux-gnu/libunwind.so.8\n" +
+		"#4  0x00007f0000005000 in absl::lts_20230125::GetStackTrace(void**, int, int) () from /usr/lib/libabsl_stacktrace.so\n"
+	cut := parseDump(t, top3+"#5  0x00007f0000006000 in ?? () from /usr/lib/libsampler.so\n")
+	d, ok := top(cut)
+	if !ok || d.ID != "signal-handler-reentry" || d.Confidence != Low {
+		t.Fatalf("stack capture over a cut: top %s (%s) %s, want signal-handler-reentry (low)", d.ID, d.Confidence, d.Summary)
+	}
+	shown := parseDump(t, top3+"#5  0x00007f0000007000 in RecordAllocation () from /usr/lib/libheapprof.so\n"+
+		"#6  0x00007f0000008000 in malloc () from /usr/lib/libheapprof.so\n#7  0x0000000000401000 in main ()\n")
+	if d, ok := top(shown); ok && d.ID == "signal-handler-reentry" {
+		t.Errorf("a capture called from malloc down to main read as a handler: %s", d.Summary)
+	}
+}
