@@ -13,28 +13,18 @@ import sys
 import threading
 import time
 
+from py_patient import blocked_in
+
 FUTEX = 202  # x86-64 syscall number
 
 lock = threading.Lock()
 held = threading.Event()
 
 
-def main_blocked(tid):
-    """main sleeps (state S) inside a futex syscall."""
-    try:
-        with open(f"/proc/self/task/{tid}/stat") as f:
-            state = f.read().rsplit(")", 1)[1].split()[0]
-        with open(f"/proc/self/task/{tid}/syscall") as f:
-            nr = f.read().split()[0]
-    except (OSError, IndexError):
-        return False
-    return state == "S" and nr == str(FUTEX)
-
-
 def holder(main_tid):
     lock.acquire()
     held.set()
-    while not main_blocked(main_tid):
+    while not blocked_in(main_tid, FUTEX):
         time.sleep(0.001)
     sys.stdout.write("ready\n")
     sys.stdout.flush()

@@ -20,23 +20,14 @@ import sys
 import threading
 import time
 
+from py_patient import blocked_in
+
 FUTEX = 202  # x86-64 syscall number
 
 lock_a = threading.Lock()
 lock_b = threading.Lock()
 both_hold = threading.Barrier(2)
 tids = {}
-
-
-def blocked(tid):
-    try:
-        with open(f"/proc/self/task/{tid}/stat") as f:
-            state = f.read().rsplit(")", 1)[1].split()[0]
-        with open(f"/proc/self/task/{tid}/syscall") as f:
-            nr = f.read().split()[0]
-    except (OSError, IndexError):
-        return False
-    return state == "S" and nr == str(FUTEX)
 
 
 def take_b_after_a():
@@ -65,7 +56,7 @@ def main():
     quiet = 0
     while quiet < 20:
         time.sleep(0.001)
-        if len(tids) == 2 and blocked(tids["ab"]) and blocked(tids["ba"]):
+        if len(tids) == 2 and blocked_in(tids["ab"], FUTEX) and blocked_in(tids["ba"], FUTEX):
             quiet += 1
         else:
             quiet = 0

@@ -22,6 +22,8 @@ import sys
 import threading
 import weakref
 
+from py_patient import blocked_in
+
 FUTEX = 202  # x86-64 syscall number
 
 
@@ -47,19 +49,8 @@ def on_span_finish():
     collector.activate(Span("follow-up"))  # re-enters activate: waits for ever
 
 
-def in_syscall(tid, nr):
-    try:
-        with open(f"/proc/self/task/{tid}/stat") as f:
-            state = f.read().rsplit(")", 1)[1].split()[0]
-        with open(f"/proc/self/task/{tid}/syscall") as f:
-            got = f.read().split()[0]
-    except (OSError, IndexError):
-        return False
-    return state == "S" and got == str(nr)
-
-
 def watch(main_tid):
-    while not in_syscall(main_tid, FUTEX):
+    while not blocked_in(main_tid, FUTEX):
         threading.Event().wait(0.001)
     sys.stdout.write(f"main={main_tid}\nready\n")
     sys.stdout.flush()

@@ -19,6 +19,8 @@ import os
 import sys
 import threading
 
+from py_patient import blocked_in
+
 FUTEX = 202  # x86-64 syscall number
 WRITE = 1
 PR_SET_PDEATHSIG = 1
@@ -26,18 +28,6 @@ SIGKILL = 9
 
 _prctl = ctypes.CDLL(None, use_errno=True).prctl
 _prctl.argtypes = [ctypes.c_int, ctypes.c_ulong]
-
-
-def in_syscall(pid, tid, nr):
-    """Thread tid of process pid sleeps (state S) inside syscall nr."""
-    try:
-        with open(f"/proc/{pid}/task/{tid}/stat") as f:
-            state = f.read().rsplit(")", 1)[1].split()[0]
-        with open(f"/proc/{pid}/task/{tid}/syscall") as f:
-            got = f.read().split()[0]
-    except (OSError, IndexError):
-        return False
-    return state == "S" and got == str(nr)
 
 
 def worker_start(parent, read_fd):
@@ -51,7 +41,7 @@ def worker_start(parent, read_fd):
 def fork_while_held(hold, hold_name, work):
     t = threading.Thread(target=hold, name=hold_name, daemon=True)
     t.start()
-    while t.native_id is None or not in_syscall(os.getpid(), t.native_id, WRITE):
+    while t.native_id is None or not blocked_in(t.native_id, WRITE, os.getpid()):
         threading.Event().wait(0.001)
     owner = t.native_id
 
@@ -61,7 +51,7 @@ def fork_while_held(hold, hold_name, work):
     child = worker.pid
     sys.stdout.write(f"owner={owner}\nchild={child}\n")
     sys.stdout.flush()
-    while not in_syscall(child, child, FUTEX):
+    while not blocked_in(child, FUTEX, child):
         if not worker.is_alive():
             sys.stderr.write(f"patient: worker {child} exited ({worker.exitcode}) before it hung\n")
             sys.exit(2)

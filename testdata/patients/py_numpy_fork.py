@@ -30,6 +30,8 @@ import threading
 
 import numpy as np
 
+from py_patient import blocked_in
+
 FUTEX = 202  # x86-64 syscall number
 PR_SET_PDEATHSIG = 1
 SIGKILL = 9
@@ -37,17 +39,6 @@ SIGKILL = 9
 prctl = ctypes.CDLL(None, use_errno=True).prctl
 prctl.argtypes = [ctypes.c_int, ctypes.c_ulong]
 N = 200
-
-
-def in_futex(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            state = f.read().rsplit(")", 1)[1].split()[0]
-        with open(f"/proc/{pid}/syscall") as f:
-            nr = f.read().split()[0]
-    except (OSError, IndexError):
-        return False
-    return state == "S" and nr == str(FUTEX)
 
 
 def blas_library():
@@ -102,7 +93,7 @@ def main():
         ready, _, _ = select.select([rd], [], [], 0.01)
         if ready:
             state = "computing" if os.read(rd, 1) else "exited"
-        elif in_futex(child):
+        elif blocked_in(child, FUTEX, child):
             asleep += 1
             if asleep >= 200:
                 state = "stuck"

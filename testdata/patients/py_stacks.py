@@ -21,6 +21,8 @@ import sys
 import threading
 import time
 
+from py_patient import blocked_in
+
 faulthandler.register(signal.SIGUSR1, all_threads=True)
 
 held = threading.Lock()
@@ -65,14 +67,6 @@ def queued_main():
     recurse(12, queue.Queue())
 
 
-def asleep(tid):
-    try:
-        with open(f"/proc/self/task/{tid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] == "S"
-    except (OSError, IndexError):
-        return False
-
-
 def wait_forever():
     threading.Event().wait()  # BLOCK main
 
@@ -86,7 +80,7 @@ def main():
     ]
     for t in threads:
         t.start()
-    while len(started) < 4 or not all(asleep(t) for t in started[1:]):
+    while len(started) < 4 or not all(blocked_in(t) for t in started[1:]):
         time.sleep(0.005)
     time.sleep(0.05)  # let each settle into its final wait
     sys.stdout.write("ready\n")

@@ -28,6 +28,8 @@ import os
 import sys
 import threading
 
+from py_patient import blocked_in
+
 FUTEX = 202  # x86-64 syscall number
 PR_SET_PDEATHSIG = 1
 SIGKILL = 9
@@ -37,18 +39,6 @@ held = threading.Event()
 # Looked up before the fork: the child must not need the loader.
 prctl = ctypes.CDLL(None, use_errno=True).prctl
 prctl.argtypes = [ctypes.c_int, ctypes.c_ulong]
-
-
-def blocked_in_futex(pid, tid):
-    """Thread tid of process pid sleeps (state S) inside a futex syscall."""
-    try:
-        with open(f"/proc/{pid}/task/{tid}/stat") as f:
-            state = f.read().rsplit(")", 1)[1].split()[0]
-        with open(f"/proc/{pid}/task/{tid}/syscall") as f:
-            nr = f.read().split()[0]
-    except (OSError, IndexError):
-        return False
-    return state == "S" and nr == str(FUTEX)
 
 
 def holder():
@@ -71,7 +61,7 @@ def main():
     held.wait()
     owner = t.native_id
     # holder is asleep in Event.wait, holding lock
-    while not blocked_in_futex(os.getpid(), owner):
+    while not blocked_in(owner, FUTEX, os.getpid()):
         threading.Event().wait(0.001)
 
     parent = os.getpid()
@@ -80,7 +70,7 @@ def main():
         child_main(parent)
     sys.stdout.write(f"owner={owner}\nchild={child}\n")
     sys.stdout.flush()
-    while not blocked_in_futex(child, child):
+    while not blocked_in(child, FUTEX, child):
         pid, _ = os.waitpid(child, os.WNOHANG)
         if pid == child:
             sys.stderr.write(f"patient: child {child} exited before it hung\n")
