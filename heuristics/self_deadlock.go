@@ -2,6 +2,7 @@ package heuristics
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/hangdoc/hangdoc/stacks"
 )
@@ -106,6 +107,9 @@ func matchSelfDeadlock(a *analysis) []Diagnosis {
 				fmt.Sprintf("the same address %#x in the arguments of frames #%d and #%d; no mutex owner was read, and the mutex's kind (recursive or not) is not known", r.lock.Addr, r.inner, r.outer)},
 			Refs: selfDeadlockRefs,
 		}
+		if r.expr != "" || r.returned != nil {
+			relockFromPaste(&d, r)
+		}
 		d.Pids, d.Tids = orderRefs(r.ref)
 		ds = append(ds, d)
 	}
@@ -119,4 +123,30 @@ func matchSelfDeadlock(a *analysis) []Diagnosis {
 		ds = append(ds, a.loneWaiterDiagnosis(lw))
 	}
 	return ds
+}
+
+// relockFromPaste words a re-lock whose outer acquisition is a lock call
+// the paste shows had returned, or whose lock the paste names by the
+// same expression in both calls rather than by an address.
+func relockFromPaste(d *Diagnosis, r argRelock) {
+	t, st := r.ref.Thread, r.ref.Thread.Stack
+	same := fmt.Sprintf("the same address %#x", r.lock.Addr)
+	lock := r.lock.String()
+	if r.expr != "" {
+		same, lock = fmt.Sprintf("the same lock `%s`", r.expr), fmt.Sprintf("`%s`", r.expr)
+	}
+	took := fmt.Sprintf("frame #%d `%s` was called with %s and went on past taking it, deeper into the stack", r.outer, frameName(st[r.outer]), lock)
+	where := fmt.Sprintf("the arguments of frames #%d and #%d", r.inner, r.outer)
+	if rc := r.returned; rc != nil {
+		took = fmt.Sprintf("frame #%d `%s` called `%s` with %s, which returned: the lock was taken, and its taker is still on the stack", rc.Caller, frameName(st[rc.Caller]), frameName(rc.Frame), lock)
+		where = fmt.Sprintf("the arguments of frame #%d and of the returned call `%s` the paste's call tree shows", r.inner, frameName(rc.Frame))
+		d.Summary = fmt.Sprintf("%s waits for %s in `%s`, which `%s` took earlier on the same stack (`%s` returned; no unlock shown): it waits for a lock it already holds",
+			threadLabel(t), lock, frameName(st[r.asker]), frameName(st[rc.Caller]), frameName(rc.Frame))
+	} else {
+		d.Summary = fmt.Sprintf("%s waits for %s in `%s`, which its outer frame `%s` was called with and most likely took: it waits for a lock it already holds",
+			threadLabel(t), lock, frameName(st[r.asker]), frameName(st[r.outer]))
+	}
+	d.Chain[0] = took
+	d.Chain[1] = fmt.Sprintf("frame #%d `%s` now waits for %s", r.inner, frameName(st[r.inner]), strings.TrimPrefix(same, "the same "))
+	d.Evidence[1] = fmt.Sprintf("%s in %s; no mutex owner was read, and the mutex's kind (recursive or not) is not known", same, where)
 }

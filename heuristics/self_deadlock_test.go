@@ -1,9 +1,12 @@
 package heuristics
 
 import (
-	"github.com/hangdoc/hangdoc/stacks"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hangdoc/hangdoc/stacks"
 )
 
 // The OpenBLAS shape: exec_blas_async holds server_lock and calls
@@ -77,4 +80,42 @@ func TestSelfDeadlockPastedDump(t *testing.T) {
 	// a running thread could be the holder: no claim
 	snap.Processes[0].Threads = append(snap.Processes[0].Threads, spinning(thread(4712, "busy", "compute")))
 	none(t, "self-deadlock", snap)
+}
+
+// TestSelfDeadlockReturnedCall: a call tree drawn by hand (RTKLIB#170's
+// real paste) shows the first lock(&lock_trace) had returned while its
+// caller is still on the stack, and the innermost call locks the same
+// name again: a self-deadlock. The variants are that paste edited by
+// hand: an unlock of it between, another lock, a lock through a pointer.
+func TestSelfDeadlockReturnedCall(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "testdata", "corpus", "abridged-rtklib-170-trace-relocks-lock-trace", "dump.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	paste := string(b)
+	parse := func(text string) *stacks.Snapshot {
+		t.Helper()
+		snap, _, _, err := stacks.Parse(strings.NewReader(text), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return snap
+	}
+	d := one(t, "self-deadlock", parse(paste))
+	complete(t, d)
+	if d.Confidence != Medium {
+		t.Errorf("confidence %s, want medium", d.Confidence)
+	}
+	has(t, "summary", d.Summary, "`lock_trace`", "`traceswap` took earlier", "`lock` returned")
+	has(t, "evidence", strings.Join(d.Evidence, "\n"), "the same lock `lock_trace`", "returned call `lock`")
+
+	unlocked := strings.Replace(paste, "        reppath()  ", "        unlock(&lock_trace) rtkcmn.c:2775\n        reppath()  ", 1)
+	if unlocked == paste {
+		t.Fatal("the paste changed: no reppath line to put an unlock before")
+	}
+	none(t, "self-deadlock", parse(unlocked))
+	other := strings.Replace(paste, "lock(&lock_trace)       rtkcmn.c:2772  first lock", "lock(&lock_log)         rtkcmn.c:2772  first lock", 1)
+	none(t, "self-deadlock", parse(other))
+	pointer := strings.ReplaceAll(paste, "&lock_trace", "&t->lock")
+	none(t, "self-deadlock", parse(pointer))
 }

@@ -97,7 +97,7 @@ func frameListLine(t string) (Frame, bool) {
 	}
 	if m := flColsRE.FindStringSubmatch(t); m != nil {
 		line, _ := strconv.Atoi(m[4])
-		return Frame{Func: m[1], File: m[3], Line: line}, true
+		return Frame{Func: m[1], File: m[3], Line: line, Args: sourceCallArgs(m[2])}, true
 	}
 	if m := flFileOnlyRE.FindStringSubmatch(t); m != nil {
 		line, _ := strconv.Atoi(m[2])
@@ -278,6 +278,28 @@ func (p *flParser) line(l textLine) {
 // report lists as pending for a rank.
 const MPICHRequestNote = "MPICH pending request "
 
+// sourceCallArgs reads the arguments of a call written as source
+// ("lock(&lock_trace)", "f(a, g(b, c))"): the expressions between the
+// top-level commas, unnamed (a paste names no parameter).
+func sourceCallArgs(s string) []Arg {
+	var args []Arg
+	depth, start := 0, 0
+	for i := 0; i <= len(s); i++ {
+		switch {
+		case i < len(s) && strings.IndexByte("([{", s[i]) >= 0:
+			depth++
+		case i < len(s) && strings.IndexByte(")]}", s[i]) >= 0:
+			depth--
+		case i == len(s) || s[i] == ',' && depth == 0:
+			if v := strings.TrimSpace(s[start:i]); v != "" && len(args) < maxArgs {
+				args = append(args, NewArg("", clipText(v, maxArgValue)))
+			}
+			start = i + 1
+		}
+	}
+	return args
+}
+
 // rank makes the process of rank n (mpirun -l's label) the one read.
 func (p *flParser) rank(n string) {
 	if p.rankProc[n] == nil {
@@ -367,14 +389,15 @@ func (p *flParser) end() {
 	}
 	st := p.cur
 	var notes []string
+	var returned []ReturnedCall
 	if !p.marked && callTree(p.indent) {
-		st, notes = p.treeStack()
+		st, returned, notes = p.treeStack()
 	} else if flEntryFunc[FuncBase(st[0].Func)] && len(st) > 1 && !flEntryFunc[FuncBase(st[len(st)-1].Func)] {
 		for i, j := 0, len(st)-1; i < j; i, j = i+1, j-1 {
 			st[i], st[j] = st[j], st[i]
 		}
 	}
-	t := &Thread{Stack: st}
+	t := &Thread{Stack: st, Returned: returned}
 	if p.header != "" {
 		t.Name = clipText(strings.TrimSuffix(p.header, ":"), 120)
 		if m := flThreadRE.FindStringSubmatch(p.header); m != nil {
@@ -418,23 +441,37 @@ func callTree(indent []int) bool {
 // treeStack turns a hand-drawn call tree into the stack of its last
 // line, innermost first: each line's caller is the nearest line above it
 // indented less. The calls that returned before (siblings left behind)
-// are said in notes: a lock they took may still be held.
-func (p *flParser) treeStack() ([]Frame, []string) {
+// are said in notes, and those whose caller is still on the stack are
+// kept with their arguments (Thread.Returned): a lock they took may
+// still be held.
+func (p *flParser) treeStack() ([]Frame, []ReturnedCall, []string) {
 	var path []int // indices into p.cur
 	var notes []string
+	caller := map[int]int{} // a returned call's index → its caller's
 	for i := range p.cur {
 		for len(path) > 0 && p.indent[path[len(path)-1]] >= p.indent[i] {
 			j := path[len(path)-1]
 			path = path[:len(path)-1]
 			if len(path) > 0 {
+				caller[j] = path[len(path)-1]
 				notes = append(notes, fmt.Sprintf("line %d: %s, called by %s before %s, had returned: the tree shows it, the stack does not", p.lines[j], p.cur[j].Func, p.cur[path[len(path)-1]].Func, p.cur[i].Func))
 			}
 		}
 		path = append(path, i)
 	}
 	st := make([]Frame, len(path))
+	depth := map[int]int{} // a line on the stack → its index there
 	for k, i := range path {
 		st[len(path)-1-k] = p.cur[i]
+		depth[i] = len(path) - 1 - k
 	}
-	return st, notes
+	var returned []ReturnedCall
+	for j := range p.cur {
+		if c, ok := caller[j]; ok {
+			if d, onStack := depth[c]; onStack {
+				returned = append(returned, ReturnedCall{Frame: p.cur[j], Caller: d})
+			}
+		}
+	}
+	return st, returned, notes
 }

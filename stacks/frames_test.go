@@ -48,3 +48,27 @@ func TestFramesCallTree(t *testing.T) {
 		}
 	}
 }
+
+// TestFramesReturnedCalls: the calls a call tree shows had returned are
+// kept with their arguments and the index of their caller on the stack
+// (RTKLIB#170: the first lock(&lock_trace), called by traceswap).
+func TestFramesReturnedCalls(t *testing.T) {
+	snap, _ := parseStoredDump(t, "frames", "rtklib_call_tree.txt", ParseFrames)
+	th := snap.Processes[0].Threads[0]
+	if len(th.Returned) != 2 {
+		t.Fatalf("returned %+v", th.Returned)
+	}
+	first := th.Returned[0]
+	if first.Func != "lock" || first.Line != 2772 || th.Stack[first.Caller].Func != "traceswap" || len(first.Args) != 1 || first.Args[0].Value != "&lock_trace" {
+		t.Errorf("first returned call %+v (caller %q)", first, th.Stack[first.Caller].Func)
+	}
+	if r := th.Returned[1]; r.Func != "traceswap" || th.Stack[r.Caller].Func != "trace" || r.Caller != 1 {
+		t.Errorf("second returned call %+v", r)
+	}
+	if a := th.Stack[0].Args; len(a) != 1 || a[0].Value != "&lock_trace" {
+		t.Errorf("innermost frame's args %+v", a)
+	}
+	if got := sourceCallArgs("f(a, g(b, c)), &x"); len(got) != 2 || got[0].Value != "f(a, g(b, c))" || got[1].Value != "&x" {
+		t.Errorf("sourceCallArgs %+v", got)
+	}
+}

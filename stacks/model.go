@@ -144,6 +144,19 @@ type Thread struct {
 	// The JSON keeps hangdoc/v1's names for it: "goroutine", "holds_gil"
 	// (runtime_thread.go).
 	Runtime *RuntimeThread `json:"-"`
+	// Returned are the calls a call tree drawn by hand shows had returned
+	// before the stack's innermost call (frames.go: RTKLIB#170's first
+	// lock(&lock_trace)), in the tree's order, each with its arguments:
+	// a lock one took is held while its caller is still on the stack. Only
+	// calls whose caller is on the stack; absent for every tool's dump.
+	Returned []ReturnedCall `json:"returned,omitempty"`
+}
+
+// ReturnedCall is a call that had returned: its frame, and Caller, the
+// index in Thread.Stack of the frame that made it (still on the stack).
+type ReturnedCall struct {
+	Frame
+	Caller int `json:"caller"`
 }
 
 // Sample is one observation of a thread.
