@@ -72,7 +72,9 @@ func sniffCoredump(head []byte) int {
 }
 
 func beginsCoredump(t, next string) bool {
-	return cdThreadRE.MatchString(t) || cdProcessRE.MatchString(t) && strings.Contains(t, " of user ")
+	// byte tests first: begins asks this of every line of every dump
+	return strings.HasPrefix(t, "Stack trace of thread ") && cdThreadRE.MatchString(t) ||
+		(t[0] == 'P' || t[0] == '[') && strings.Contains(t, " of user ") && cdProcessRE.MatchString(t)
 }
 
 type cdParser struct {

@@ -66,7 +66,7 @@ func sniffDelve(head []byte) int {
 func beginsDelve(t, next string) bool {
 	// dlv's prompt is its own
 	return t == "Type 'help' for list of commands." || strings.HasPrefix(t, "(dlv) ") ||
-		strings.Contains(t, "Goroutine ") && dlvHeaderRE.MatchString(t)
+		(t[0] == 'G' || t[0] == '*') && strings.Contains(t, "Goroutine ") && dlvHeaderRE.MatchString(t)
 }
 
 // maxDelveFrames bounds one stack (delve prints 50 by default).

@@ -46,6 +46,7 @@ type repairer struct {
 	binary      int   // bytes of lines that hold a NUL byte
 	stop        error // why the input was not read to its end (limits below)
 	pipe        *repPipe
+	one         [1]repLine // ahead's room for the one line a peek reads
 }
 
 // repairCount is how often one kind of repair was made, and where first.
@@ -156,7 +157,12 @@ func (rp *repairer) peek() (repLine, bool) {
 			return repLine{}, false
 		}
 		c := rp.clean(l) // may read a line ahead itself
-		rp.ahead = append([]repLine{c}, rp.ahead...)
+		if len(rp.ahead) == 0 {
+			rp.one[0] = c
+			rp.ahead = rp.one[:] // no new slice a peek (joinFlush peeks after every frame)
+		} else {
+			rp.ahead = append([]repLine{c}, rp.ahead...)
+		}
 	}
 	return rp.ahead[0], true
 }
@@ -210,8 +216,8 @@ func (rp *repairer) clean(l repLine) repLine {
 		s = ansiRE.ReplaceAllString(s, "")
 		rp.fixed(l.no, "terminal colours removed")
 	}
-	if i := strings.LastIndexByte(s, '\r'); i >= 0 {
-		s = s[i+1:]
+	if strings.IndexByte(s, '\r') >= 0 { // IndexByte first: LastIndexByte reads byte by byte
+		s = s[strings.LastIndexByte(s, '\r')+1:]
 	}
 	s = rp.grepPrefix(l.no, s) // grep's line numbers come first: grep read the file
 	for range 4 {              // prefixes stack up: a journal of a CI log of a quoted paste
@@ -392,7 +398,7 @@ func (rp *repairer) repair() (repLine, bool) {
 				rp.fixed(l.no, "GitHub's links on frame numbers (#5 <https://github.com/…/issues/5>) removed")
 			}
 		}
-		if lead(l.text) == '#' {
+		if lead(l.text) == '#' && strings.Contains(l.text, "# ") {
 			if m := spacedNumRE.FindStringSubmatchIndex(l.text); m != nil {
 				l.text = l.text[:m[3]] + "#" + l.text[m[4]:m[5]] + "  " + l.text[m[1]:]
 				rp.fixed(l.no, "frame numbers written '# 0' read as '#0'")
@@ -432,11 +438,12 @@ func isHeaderLine(s string) bool {
 // lead is the first byte of s after the blanks regexp's \s matches, 0
 // for none.
 func lead(s string) byte {
-	s = strings.TrimLeft(s, " \t\n\f\r")
-	if s == "" {
-		return 0
+	for i := 0; i < len(s); i++ { // not TrimLeft, which builds its set each call
+		if c := s[i]; c != ' ' && c != '\t' && c != '\n' && c != '\f' && c != '\r' {
+			return c
+		}
 	}
-	return s[0]
+	return 0
 }
 
 // mayAbridge says whether a trimmed line that begins with byte c may be
@@ -448,12 +455,42 @@ func mayAbridge(c byte) bool {
 
 // mayAnnotate says whether s holds one of the marks annotRE looks for.
 func mayAnnotate(s string) bool {
-	for _, m := range []string{"<-", "<=", "->", "=>", "//", "←"} {
-		if strings.Contains(s, m) {
+	return pairAfter(s, '<', "-=") || pairBefore(s, '>', "-=") || pairAfter(s, '/', "/") || strings.Contains(s, "←")
+}
+
+// mayChain says whether s holds an arrow of a hand-written call chain:
+// "->", "<-", "→" or "←".
+func mayChain(s string) bool {
+	return pairAfter(s, '<', "-") || pairBefore(s, '>', "-") || strings.Contains(s, "←") || strings.Contains(s, "→")
+}
+
+// pairAfter says whether s holds byte c followed by one of the bytes of
+// then; pairBefore, byte c after one of them. Both run on every line:
+// they jump from c to c (IndexByte) rather than test each byte.
+func pairAfter(s string, c byte, then string) bool {
+	for {
+		i := strings.IndexByte(s, c)
+		if i < 0 || i+1 >= len(s) {
+			return false
+		}
+		if strings.IndexByte(then, s[i+1]) >= 0 {
 			return true
 		}
+		s = s[i+1:]
 	}
-	return false
+}
+
+func pairBefore(s string, c byte, before string) bool {
+	for {
+		i := strings.IndexByte(s, c)
+		if i < 0 {
+			return false
+		}
+		if i > 0 && strings.IndexByte(before, s[i-1]) >= 0 {
+			return true
+		}
+		s = s[i+1:]
+	}
 }
 
 // mayJournal says whether s may begin with a journal's prefix: "Dec 01 "
@@ -508,7 +545,7 @@ func (rp *repairer) unwrap(l repLine) repLine {
 // "lock <- run <- main") as a thread of frames, innermost first.
 func (rp *repairer) chain(l repLine) bool {
 	t := strings.TrimSpace(l.text)
-	if !strings.Contains(t, "->") && !strings.Contains(t, "<-") && !strings.Contains(t, "→") && !strings.Contains(t, "←") {
+	if !mayChain(t) {
 		return false
 	}
 	if rp.threadChain(l) { // repair_chain.go: "thread 8 -> malloc locks … -> …"

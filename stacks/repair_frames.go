@@ -37,7 +37,10 @@ func frameNeedsMore(body string) bool {
 // left the frame number alone.
 func (rp *repairer) joinFlush(l repLine, linked bool) repLine {
 	t := strings.TrimSpace(l.text)
-	num, ok := frameNumber(t + " ")
+	num, ok := frameNumber(t)
+	if !ok && len(t) >= 2 && t[0] == '#' && digitsEnd(t, 1) == len(t) {
+		num, ok = t[1:], true // "#5" alone
+	}
 	if !ok {
 		return l
 	}
@@ -45,13 +48,18 @@ func (rp *repairer) joinFlush(l repLine, linked bool) repLine {
 	if strings.TrimSpace(body) == "" && !linked {
 		return l // "#3" alone: Markdown ate "<signal handler called>"
 	}
-	for joins := 0; joins < maxFlushJoins && frameNeedsMore(body); joins++ {
+	for joins := 0; joins < maxFlushJoins; joins++ {
+		// the next line first: it is most often the next frame, which
+		// continues nothing, and that test is cheaper than frameNeedsMore's
 		next, ok := rp.peek()
 		if !ok {
 			break
 		}
 		nt := next.text
-		if nt == "" || nt[0] == ' ' || nt[0] == '\t' || !flushContinues(body, nt) {
+		if nt == "" || nt[0] == ' ' || nt[0] == '\t' || nt[0] == '#' && strings.IndexByte(nt, ' ') >= 0 {
+			break // (a '#' line with a blank is never the rest: flushContinues)
+		}
+		if !frameNeedsMore(body) || !flushContinues(body, nt) {
 			break
 		}
 		rp.ahead = rp.ahead[1:]

@@ -317,12 +317,21 @@ func (g *pieceIDs) cutLLDB(t string) bool {
 type pieceSource struct {
 	rp    *repairer
 	ahead []repLine // repaired lines read but not yet given to a piece
+	room  []repLine // ahead's backing array, used again once ahead is empty
 	eof   bool
 	bare  int // gdb thread headers in a row (maxBareHeaders)
 }
 
 // fill reads repaired lines until n are ahead, or the input ends.
 func (s *pieceSource) fill(n int) bool {
+	if len(s.ahead) == 0 && len(s.ahead) < n && !s.eof {
+		// advance slices ahead from the front: without this its every
+		// append would copy it anew
+		if s.room == nil {
+			s.room = make([]repLine, 0, 64)
+		}
+		s.ahead = s.room[:0]
+	}
 	for len(s.ahead) < n && !s.eof {
 		l, ok := s.rp.next()
 		if !ok {
