@@ -201,7 +201,7 @@ var (
 	htmlTagRE    = regexp.MustCompile(`^</?(?:details|summary|pre|code|p|br|blockquote|div)(?:\s[^<>]*)?/?>`)
 	chainSepRE   = regexp.MustCompile(`\s*(?:->|→|<-|←)\s*`)
 	chainFuncRE  = regexp.MustCompile(`^[A-Za-z_][\w:.~<>$()*\[\]]*(?:\+0x[0-9a-f]+)?$`)
-	wrapStartRE  = regexp.MustCompile(`^(?:#\d+\s|\d+\s{2,}\S|Thread |thread #|\* thread|frame #|goroutine \d|File "|PID |TID |created by |Traceback|Current thread|\d+ @ 0x|---|===|\[|\{|\}|"|</?[a-z])`)
+	wrapStartRE  = regexp.MustCompile(`^(?:#\d+\s|\d+\s{2,}\S|Thread |thread #|\* thread|frame #|goroutine \d|File "|PID |TID |Process \d|created by |Traceback|Current thread|\d+ @ 0x|---|===|\[|\{|\}|"|</?[a-z])`)
 	hexTailRE    = regexp.MustCompile(`0x[0-9a-fA-F]*$`) // an address cut in two
 	hexHeadRE    = regexp.MustCompile(`^[0-9a-fA-F]+(?:\s|$)`)
 	wrapFrameRE  = regexp.MustCompile(`^\s*(?:#\d+\s|\* frame #|frame #|File "|at )|\.go:\d+|\.(?:c|cc|cpp|h|py|rs):\d|0x[0-9a-f]{6,}`)
@@ -262,8 +262,10 @@ func (rp *repairer) clean(l repLine) repLine {
 }
 
 // prefixes removes one layer of what leads a line: a journal's prefix,
-// a time stamp, quote markers.
+// docker compose's service name (repair_compose.go), a time stamp, quote
+// markers.
 func (rp *repairer) prefixes(no int, s string) string {
+	s = rp.composePrefix(no, s)
 	if mayJournal(s) {
 		if m := journalRE.FindStringIndex(s); m != nil {
 			s = s[m[1]:]
@@ -524,6 +526,9 @@ func (rp *repairer) unwrap(l repLine) repLine {
 		nt := next.text
 		if nt == "" || nt[0] == ' ' || nt[0] == '\t' || len(nt) > 80 || wrapStartRE.MatchString(nt) || abridgeRE.MatchString(nt) {
 			return l
+		}
+		if _, ok := processHeading(strings.TrimSpace(nt)); ok {
+			return l // the next process's heading after a cut frame
 		}
 		rp.ahead = rp.ahead[1:]
 		// a line exactly as wide as a terminal or a mail client's hard

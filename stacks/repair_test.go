@@ -113,6 +113,14 @@ var damages = []damage{
 			return l
 		})
 	}},
+	{"docker-compose", "docker compose's service prefixes", func(ls []string) []string {
+		return eachLine(ls, func(i int, l string) string {
+			if l == "" && i%2 == 0 {
+				return "app-server_1  |" // compose trims the blank after the bar on some lines
+			}
+			return "app-server_1  | " + l
+		})
+	}},
 	{"wrapped-80", "wrapped at 72–80 columns", func(ls []string) []string {
 		var out []string
 		for _, l := range ls {

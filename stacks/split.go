@@ -151,7 +151,6 @@ type pieceIDs struct {
 	// lldbThread is the thread number of the last lldb thread header
 	lldbThread string
 	rows       map[string]bool // gdb info threads row numbers of the table being read
-	heading    string          // a person's line naming the process above its dump (procheading.go)
 }
 
 // repeatKey gives the id a header line shows, "" for none.
@@ -197,17 +196,7 @@ func repeatKey(format, t string) string {
 
 // cut says whether line t begins another process of the piece.
 func (g *pieceIDs) cut(format, t string) bool {
-	if _, ok := processHeading(t); ok {
-		again := g.content || g.seen != nil
-		if !again {
-			g.heading = t // else the next piece's
-		}
-		return again
-	}
 	if format == "gdb" {
-		if t[0] == 'T' && t == "Traceback (most recent call first):" {
-			g.content = true // py-bt
-		}
 		if (t[0] == 'A' || t[0] == 'C' || t[0] == 'G' || t[0] == '[') && gdbSessionRE.MatchString(t) {
 			return g.content
 		}
@@ -408,6 +397,11 @@ type piece struct {
 	first, last int // input lines of the piece
 	next        *Format
 	ended       bool
+	// heading is a person's line naming the process above its dump
+	// (procheading.go); text: a line other than a heading or a fence was
+	// given, so a heading begins another piece
+	heading string
+	text    bool
 }
 
 type lineAt struct{ k, no int }
@@ -461,6 +455,15 @@ func (p *piece) advance() bool {
 		case p.ids.cut(p.format.Name, t) && p.lines > 0:
 			p.next, p.ended = p.format, true
 			return false
+		}
+		if _, ok := processHeading(t); ok {
+			if p.text {
+				p.next, p.ended = p.format, true // another process's dump follows
+				return false
+			}
+			p.heading = t
+		} else if !isFence(t) {
+			p.text = true
 		}
 	}
 	if p.format.Name == "gdb" && t != "" && !p.count(t) {
@@ -608,6 +611,7 @@ func (s *pieceSource) parseAll(f *Format, forced bool) (*Snapshot, []Skipped, st
 	var names []string
 	var firstErr error
 	firstName := f.Name
+	heading := "" // of a piece that read nothing: the next dump's (another format's)
 	for f != nil {
 		p := &piece{src: s, format: f, forced: forced}
 		if s.fill(1) {
@@ -630,8 +634,11 @@ func (s *pieceSource) parseAll(f *Format, forced bool) (*Snapshot, []Skipped, st
 		switch {
 		case snap != nil:
 			noteMissing(snap, p.counts)
-			if pr := snap.Processes; p.ids.heading != "" && len(pr) == 1 {
-				pr[0].setHeading(p.ids.heading)
+			if p.heading == "" {
+				p.heading = heading
+			}
+			if pr := snap.Processes; p.heading != "" && len(pr) == 1 {
+				pr[0].setHeading(p.heading)
 			}
 			snaps = append(snaps, snap)
 			if !slices.Contains(names, f.Name) {
@@ -639,6 +646,10 @@ func (s *pieceSource) parseAll(f *Format, forced bool) (*Snapshot, []Skipped, st
 			}
 		case err != nil && firstErr == nil:
 			firstErr = err
+		}
+		heading = ""
+		if snap == nil {
+			heading = p.heading
 		}
 		if snap == nil && len(skp) == 0 && p.lines > 0 && p.first <= p.last {
 			skipped = append(skipped, Skipped{From: p.first, To: p.last, Why: "not a " + f.Name + " dump"})
