@@ -359,7 +359,7 @@ func (a *analysis) findStuckLockWaiters(p *stacks.Process) []ThreadRef {
 		if a.running(t) && !sleepingSpinWaiter(t) || (!lock && class != waitJoin && class != waitFutex && py != waitJoin) {
 			return nil
 		}
-		if w := t.Wait; w != nil && w.Mutex != nil && a.resolveOwner(p, w.Mutex).Kind != OwnerUnknown {
+		if w := threadWait(t); w != nil && w.Mutex != nil && a.resolveOwner(p, w.Mutex).Kind != OwnerUnknown {
 			return nil
 		}
 		if a.namedOwner(t) {

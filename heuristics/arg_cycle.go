@@ -118,8 +118,8 @@ func (s inferredStep) text() string {
 // from what attach read or the dump's arguments, "a lock" when neither
 // says.
 func waitLockName(t *stacks.Thread) string {
-	if t.Wait != nil && t.Wait.Mutex != nil {
-		return mutexLabel(t.Wait.Mutex)
+	if w := threadWait(t); w != nil && w.Mutex != nil {
+		return mutexLabel(w.Mutex)
 	}
 	if l, _, ok := waitArgLock(t); ok {
 		return l.String()

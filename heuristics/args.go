@@ -50,7 +50,7 @@ var lockArgNames = set("mutex", "__mutex", "m", "__m", "mtx", "mu", "lock", "lk"
 // first, preferring a lock function's argument to a bare futex word.
 func waitArgLock(t *stacks.Thread) (argLock, int, bool) {
 	class, caller := waitOf(t)
-	if class != waitLock || (t.Wait != nil && t.Wait.Mutex != nil) {
+	if w := threadWait(t); class != waitLock || (w != nil && w.Mutex != nil) {
 		return argLock{}, -1, false
 	}
 	fallback, fallbackAt := argLock{}, -1

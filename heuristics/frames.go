@@ -104,7 +104,7 @@ func waitOf(t *stacks.Thread) (class waitClass, caller int) {
 	if class == notWaiting && !futex && cutAllocatorWait(t) {
 		class, caller = waitLock, 0
 	}
-	w := t.Wait
+	w := threadWait(t)
 	if class == notWaiting && !futex && (w == nil || w.Syscall == "") {
 		// A signal came to a thread blocked in a wait (a watchdog's
 		// SIGABRT, a profiler's tick) and the dump caught its handler,

@@ -84,7 +84,7 @@ func detectGILDeadlocks(a *analysis) []gilFinding {
 			continue
 		}
 		f := gilFinding{holder: h, waiters: waiters, heldKnown: a.Evidence(p).GIL}
-		if m := h.Thread.Wait; m != nil && m.Mutex != nil && m.Mutex.Owner != 0 {
+		if m := threadWait(h.Thread); m != nil && m.Mutex != nil && m.Mutex.Owner != 0 {
 			for _, w := range waiters {
 				if w.Thread.Tid == m.Mutex.Owner {
 					f.owner = w
@@ -173,7 +173,7 @@ func matchGILDeadlock(a *analysis) []Diagnosis {
 		done[f.holder.Proc] = true
 		h := f.holder.Thread
 		lock := "a native mutex"
-		if m := h.Wait; m != nil && m.Mutex != nil {
+		if m := threadWait(h); m != nil && m.Mutex != nil {
 			lock = mutexLabel(m.Mutex)
 		}
 		holds := "holds the GIL"

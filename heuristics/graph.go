@@ -112,10 +112,10 @@ func buildGraph(a *analysis) *Graph {
 	named := map[procLock]*Lock{}
 	for p, t := range a.liveThreads() {
 		from := ThreadRef{Proc: p, Thread: t}
-		w := t.Wait
+		w := threadWait(t)
 		switch {
 		case w == nil:
-		case w.Mutex != nil && !steadyMutex(t):
+		case w.Mutex != nil && !steadyMutex(t, w.Mutex):
 			// the samples disagree on the lock or its owner: the
 			// thread moved on, and owners read at different moments
 			// could draw a cycle that never was
@@ -173,10 +173,10 @@ func buildGraph(a *analysis) *Graph {
 
 // steadyMutex: every sample that read a mutex for the thread read the
 // same mutex and owner as the last one.
-func steadyMutex(t *stacks.Thread) bool {
+func steadyMutex(t *stacks.Thread, m *stacks.Mutex) bool {
 	for _, s := range t.Samples {
 		if s.Wait != nil && s.Wait.Mutex != nil &&
-			(s.Wait.Mutex.Addr != t.Wait.Mutex.Addr || s.Wait.Mutex.Owner != t.Wait.Mutex.Owner) {
+			(s.Wait.Mutex.Addr != m.Addr || s.Wait.Mutex.Owner != m.Owner) {
 			return false
 		}
 	}

@@ -40,7 +40,7 @@ func isLoaderLockSymbol(sym string) bool {
 // waitsForLoaderLock: a thread blocked on the loader's lock, by the
 // mutex's symbol or because the code asking for the lock is the loader's.
 func waitsForLoaderLock(t *stacks.Thread) bool {
-	if t.Wait != nil && isLoaderLock(t.Wait.Mutex) {
+	if w := threadWait(t); w != nil && isLoaderLock(w.Mutex) {
 		return true
 	}
 	class, caller := waitOf(t)
@@ -94,7 +94,7 @@ func detectLoaderWaits(a *analysis) []loaderWait {
 			if class != waitLock {
 				continue
 			}
-			if t.Wait != nil && t.Wait.Mutex != nil && a.resolveOwner(p, t.Wait.Mutex).Kind != OwnerUnknown {
+			if w := threadWait(t); w != nil && w.Mutex != nil && a.resolveOwner(p, w.Mutex).Kind != OwnerUnknown {
 				continue // the graph knows this wait
 			}
 			switch {

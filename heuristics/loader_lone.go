@@ -25,7 +25,7 @@ import (
 // loaderSide says how a lone lock waiter's stack involves the loader,
 // "" when it does not.
 func loaderSide(t *stacks.Thread) string {
-	if t.Wait != nil && isLoaderLock(t.Wait.Mutex) {
+	if w := threadWait(t); w != nil && isLoaderLock(w.Mutex) {
 		return "loader-lock-wait"
 	}
 	class, caller := waitOf(t)

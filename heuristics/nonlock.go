@@ -66,7 +66,7 @@ type sampleFacts struct {
 func factsOf(t *stacks.Thread) threadFacts {
 	f := threadFacts{t: t, sampleFacts: &sampleFacts{samples: t.Samples}}
 	if len(f.samples) == 0 {
-		f.samples = []stacks.Sample{{State: t.State, Stack: t.Stack, Wait: t.Wait}}
+		f.samples = []stacks.Sample{{State: t.State, Stack: t.Stack, Wait: threadWait(t)}}
 	}
 	f.running = true
 	f.same, f.exact = true, true
@@ -214,7 +214,7 @@ func (f threadFacts) lastWait() *stacks.Wait {
 	if w := f.samples[len(f.samples)-1].Wait; w != nil {
 		return w
 	}
-	return f.t.Wait
+	return threadWait(f.t)
 }
 
 // innermostOwnFunc is the innermost frame with a function name that is not

@@ -200,8 +200,8 @@ func threadFrames(t *stacks.Thread) [][]stacks.Frame {
 
 func threadWaits(t *stacks.Thread) []*stacks.Wait {
 	var out []*stacks.Wait
-	if t.Wait != nil {
-		out = append(out, t.Wait)
+	if w := threadWait(t); w != nil {
+		out = append(out, w)
 	}
 	for _, s := range t.Samples {
 		if s.Wait != nil {

@@ -5,7 +5,7 @@ import "github.com/hangdoc/hangdoc/stacks"
 // runtimeFacts is one language runtime's facts hook: what the runtime
 // says of its threads that their native frames cannot. Each runtime
 // computes its facts in its own files (Go: go_facts.go; Python:
-// gil_*.go, py_*.go); the verdicts that are not the runtime's read them
+// gil_*.go, py_*.go; Java: java_cycle.go); the verdicts that are not the runtime's read them
 // through runtimeWaitKind and runtimeClaims, never by asking which
 // runtime a thread runs. A new runtime implements it and adds a row to
 // runtimeHooks.
@@ -16,6 +16,10 @@ type runtimeFacts interface {
 	// claims says whether one of the runtime's own deadlock findings
 	// names a thread of p: the process is then diagnosed.
 	claims(a *analysis, p *stacks.Process) bool
+	// lockWait is the lock wait, with the owner, that the runtime
+	// records for t when t has no native wait (a Java monitor): the
+	// wait-for graph and every lock verdict read it as a native one.
+	lockWait(t *stacks.Thread) *stacks.Wait
 }
 
 // runtimeHooks are the runtimes with facts of their own, by the kind of
@@ -23,6 +27,20 @@ type runtimeFacts interface {
 var runtimeHooks = map[string]runtimeFacts{
 	stacks.KindGoroutine: goRuntimeFacts{},
 	stacks.KindPython:    pyRuntimeFacts{},
+	stacks.KindJava:      javaRuntimeFacts{},
+}
+
+// threadWait is what t waits on: its native wait, else the lock wait its
+// runtime records (runtimeFacts.lockWait). Verdicts read a thread's wait
+// through it, never t.Wait.
+func threadWait(t *stacks.Thread) *stacks.Wait {
+	if t.Wait != nil || t.Runtime == nil {
+		return t.Wait
+	}
+	if h := runtimeHooks[t.Runtime.Kind]; h != nil {
+		return h.lockWait(t)
+	}
+	return nil
 }
 
 // runtimeWaitKind is what t's runtime says it waits on (see waitKind).
@@ -55,6 +73,10 @@ func (goRuntimeFacts) waitKind(t *stacks.Thread) (waitKind, string, bool) { retu
 
 func (goRuntimeFacts) claims(a *analysis, p *stacks.Process) bool { return goDeadlockClaims(a, p) }
 
+// A goroutine's Object (a sync.Mutex, a channel) records no owner: Go's
+// waits are go_graph.go's.
+func (goRuntimeFacts) lockWait(*stacks.Thread) *stacks.Wait { return nil }
+
 // pyRuntimeFacts: a Python thread's wait for the GIL is a futex wait its
 // frames show (take_gil); a GIL deadlock or a GIL retake claims its
 // process.
@@ -63,6 +85,10 @@ type pyRuntimeFacts struct{}
 func (pyRuntimeFacts) waitKind(*stacks.Thread) (waitKind, string, bool) {
 	return wkUnknown, "", false
 }
+
+// A Python thread's lock waits are its native frames' (take_gil, a
+// pthread mutex).
+func (pyRuntimeFacts) lockWait(*stacks.Thread) *stacks.Wait { return nil }
 
 func (pyRuntimeFacts) claims(a *analysis, p *stacks.Process) bool {
 	for _, r := range findGILRetakes(a) {
@@ -77,3 +103,19 @@ func (pyRuntimeFacts) claims(a *analysis, p *stacks.Process) bool {
 	}
 	return false
 }
+
+// javaRuntimeFacts: a Java thread's monitors and java.util.concurrent
+// locks name their holder (stacks.RuntimeThread.Holder), so a Java lock
+// wait is a lock wait with an owner, and the lock verdicts (the cycle in
+// Java's words: java_cycle.go) name it as they name a pthread mutex's.
+// Its other waits (Object.wait, a parked thread, a socket read) are its
+// frames'; no Java-only finding claims a process.
+type javaRuntimeFacts struct{}
+
+func (javaRuntimeFacts) waitKind(*stacks.Thread) (waitKind, string, bool) {
+	return wkUnknown, "", false
+}
+
+func (javaRuntimeFacts) claims(*analysis, *stacks.Process) bool { return false }
+
+func (javaRuntimeFacts) lockWait(t *stacks.Thread) *stacks.Wait { return t.Runtime.LockWait() }

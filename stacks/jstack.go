@@ -5,6 +5,7 @@ import (
 	"hash/fnv"
 	"io"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -26,9 +27,12 @@ import (
 // a monitor is held by the thread that shows "- locked <obj>", a
 // j.u.c lock by the one that lists it among its ownable synchronizers
 // (or that the summary names), a class being initialised by the thread
-// running its <clinit>. Each lock wait becomes the thread's Wait.Mutex
-// with the owner's tid (the nid, the OS thread id), so the wait-for graph
-// is the same as a live attach's, owners included.
+// running its <clinit>. Each thread's Java facts are its Runtime (kind
+// KindJava): its id, its java.lang.Thread.State, the object it waits on
+// with the tid (the nid, the OS thread id) of the thread that holds it,
+// and the objects it holds; a lock wait with its owner is
+// RuntimeThread.LockWait, so the wait-for graph is the same as a live
+// attach's, owners included.
 
 func init() {
 	registerFormat(&Format{Name: "jstack", Sniff: sniffJstack, Parse: ParseJstack, Begins: beginsJstack})
@@ -59,13 +63,11 @@ func beginsJstack(t, next string) bool {
 	return strings.HasPrefix(t, "Full thread dump ") || strings.TrimPrefix(t, "# ") == "Found one Java-level deadlock:"
 }
 
-// jThread is a thread as read, with the objects it waits on and holds.
+// jThread is a thread as read; the objects it waits on and holds are
+// its Runtime's.
 type jThread struct {
 	t        *Thread
-	waitObj  uint64
-	waitType string
 	waitKind string // "monitor", "juc", "class-init"
-	holds    map[uint64]bool
 	ownerBy  string // the owner's name, from the deadlock summary
 	// blocks are the threads IntelliJ says wait for a lock this one
 	// holds ("blocks GstBus@1407").
@@ -183,7 +185,8 @@ func (p *jParser) line(l textLine) {
 	}
 	switch {
 	case strings.HasPrefix(t, "java.lang.Thread.State: "):
-		p.cur.t.State = javaState(strings.TrimPrefix(t, "java.lang.Thread.State: "))
+		p.cur.t.Runtime.Status = strings.TrimPrefix(t, "java.lang.Thread.State: ")
+		p.cur.t.State = javaState(p.cur.t.Runtime.Status)
 		return
 	case strings.HasPrefix(t, "at "):
 		if m := jAtRE.FindStringSubmatch(t); m != nil {
@@ -263,15 +266,20 @@ func isJavaLockSync(class string) bool {
 		strings.Contains(class, "StampedLock")
 }
 
+// newJThread is a Java thread as read: th with its Java facts to come.
+func newJThread(th *Thread) *jThread {
+	th.Runtime = &RuntimeThread{Kind: KindJava}
+	return &jThread{t: th}
+}
+
 func (jt *jThread) setWait(addr uint64, class, kind string) {
-	jt.waitObj, jt.waitType, jt.waitKind = addr, class, kind
+	jt.t.Runtime.Object, jt.t.Runtime.ObjectType, jt.waitKind = addr, class, kind
 }
 
 func (jt *jThread) hold(addr uint64) {
-	if jt.holds == nil {
-		jt.holds = map[uint64]bool{}
+	if r := jt.t.Runtime; !slices.Contains(r.Held, addr) {
+		r.Held = append(r.Held, addr)
 	}
-	jt.holds[addr] = true
 }
 
 func (p *jParser) header(m []string) {
@@ -289,7 +297,8 @@ func (p *jParser) header(m []string) {
 		p.fakeTid++
 		th.Tid = p.fakeTid // no id printed: a distinct one, so owners can point at it
 	}
-	jt := &jThread{t: th}
+	jt := newJThread(th)
+	jt.t.Runtime.ID, _ = strconv.Atoi(m[2])
 	p.threads = append(p.threads, jt)
 	if p.byName[m[1]] == nil {
 		p.byName[m[1]] = jt
@@ -304,7 +313,7 @@ func (p *jParser) summaryLine(l textLine, t string) {
 		jt := p.byName[m[1]]
 		if jt == nil {
 			p.fakeTid++
-			jt = &jThread{t: &Thread{Name: m[1], Tid: p.fakeTid, Stack: []Frame{}}}
+			jt = newJThread(&Thread{Name: m[1], Tid: p.fakeTid, Stack: []Frame{}})
 			p.threads = append(p.threads, jt)
 			p.byName[m[1]] = jt
 			p.summaryOnly = true
@@ -349,15 +358,15 @@ func (p *jParser) absentOwners() {
 				continue
 			}
 			p.fakeTid = max(p.fakeTid, p.maxTid()) + 1 // an id no thread of the paste has
-			o := &jThread{t: &Thread{Name: name, Tid: p.fakeTid, Stack: []Frame{},
-				Notes: []string{fmt.Sprintf("not in the paste: named by %q's lock lines (IntelliJ's \"waiting for … to release lock\", \"blocks …\")", jt.t.Name)}}}
+			o := newJThread(&Thread{Name: name, Tid: p.fakeTid, Stack: []Frame{},
+				Notes: []string{fmt.Sprintf("not in the paste: named by %q's lock lines (IntelliJ's \"waiting for … to release lock\", \"blocks …\")", jt.t.Name)}})
 			p.threads = append(p.threads, o)
 			p.byName[name] = o
 		}
 	}
 	for _, jt := range p.threads {
 		for _, name := range jt.blocks {
-			if o := p.byName[name]; o != nil && o.waitObj == 0 && o != jt {
+			if o := p.byName[name]; o != nil && o.t.Runtime.Object == 0 && o != jt {
 				h := fnv.New64a()
 				h.Write([]byte("held by " + jt.t.Name))
 				addr := h.Sum64() | 1<<63
@@ -376,30 +385,29 @@ func (p *jParser) maxTid() int {
 	return m
 }
 
-// resolve gives each lock wait its owner.
+// resolve gives each wait the tid of the object's holder.
 func (p *jParser) resolve() {
 	holder := map[uint64]*jThread{}
 	for _, jt := range p.threads {
-		for a := range jt.holds {
-			holder[a] = jt
-		}
 		for _, f := range jt.t.Stack {
 			if cls, ok := strings.CutSuffix(f.Func, ".<clinit>"); ok {
-				holder[classInitAddr(cls)] = jt
+				jt.hold(classInitAddr(cls))
 			}
+		}
+		for _, a := range jt.t.Runtime.Held {
+			holder[a] = jt
 		}
 	}
 	for _, jt := range p.threads {
-		if jt.waitObj == 0 {
+		r := jt.t.Runtime
+		if r.Object == 0 {
 			continue
 		}
-		m := &Mutex{Addr: jt.waitObj, Symbol: jt.waitType}
-		if h := holder[jt.waitObj]; h != nil && h != jt {
-			m.Owner = h.t.Tid
+		if h := holder[r.Object]; h != nil && h != jt {
+			r.Holder = h.t.Tid
 		} else if o := p.byName[jt.ownerBy]; o != nil {
-			m.Owner = o.t.Tid
+			r.Holder = o.t.Tid
 		}
-		jt.t.Wait = &Wait{Nr: -1, Mutex: m}
 		jt.t.State = "S"
 	}
 }

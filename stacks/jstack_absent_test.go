@@ -1,6 +1,7 @@
 package stacks
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -30,11 +31,11 @@ func TestJstackAbsentOwners(t *testing.T) {
 	if f.Name != "flusher@20" || len(f.Stack) != 0 || len(f.Notes) == 0 || f.Tid == w.Tid {
 		t.Errorf("absent owner read as %+v", f)
 	}
-	if w.Wait == nil || w.Wait.Mutex == nil || w.Wait.Mutex.Addr != 0x4d2 || w.Wait.Mutex.Owner != f.Tid {
-		t.Errorf("worker's wait %+v, want 0x4d2 owned by %d", w.Wait, f.Tid)
+	if r := w.Runtime; r == nil || r.Object != 0x4d2 || r.Holder != f.Tid {
+		t.Errorf("worker's Java facts %+v, want 0x4d2 held by %d", r, f.Tid)
 	}
-	if f.Wait == nil || f.Wait.Mutex == nil || f.Wait.Mutex.Owner != w.Tid {
-		t.Errorf("flusher's wait %+v, want a lock owned by the worker %d", f.Wait, w.Tid)
+	if r := f.Runtime; r == nil || r.Object == 0 || r.Holder != w.Tid || !slices.Contains(w.Runtime.Held, r.Object) {
+		t.Errorf("flusher's Java facts %+v, want a lock the worker %d holds", r, w.Tid)
 	}
 
 	// Without "blocks" the absent owner waits for nothing the dump says.
@@ -42,7 +43,7 @@ func TestJstackAbsentOwners(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f := snap.Processes[0].Threads[1]; f.Wait != nil {
-		t.Errorf("absent owner without blocks got a wait: %+v", f.Wait)
+	if f := snap.Processes[0].Threads[1]; f.Wait != nil || f.Runtime.LockWait() != nil {
+		t.Errorf("absent owner without blocks got a wait: %+v", f.Runtime)
 	}
 }

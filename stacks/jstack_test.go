@@ -1,26 +1,38 @@
 package stacks
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 func TestJstackGoldens(t *testing.T) { checkDumpGoldens(t, "jstack", ParseJstack, 0) }
 
 // TestJstackOwners: every lock wait of the patient's dumps names its
 // owner: a monitor by "- locked", a ReentrantLock by the ownable
 // synchronizers (jstack -l) or the deadlock summary (jstack), a class
-// being initialised by the thread in its <clinit>.
+// being initialised by the thread in its <clinit>. The waits are the
+// threads' Java facts (Runtime), not native waits.
 func TestJstackOwners(t *testing.T) {
 	for _, name := range []string{"monitor_abba.txt", "jcmd_thread_print_monitor.txt", "reentrant_abba.txt", "reentrant_abba_l.txt", "clinit_cycle.txt", "summary_only_pasted.txt"} {
 		snap, _ := parseStoredDump(t, "jstack", name, ParseJstack)
 		p := snap.Processes[0]
 		waits := 0
 		for _, th := range p.Threads {
-			if th.Wait == nil || th.Wait.Mutex == nil {
+			if th.Runtime == nil || th.Runtime.Kind != KindJava || th.Wait != nil {
+				t.Fatalf("%s: thread %q: Java facts %+v, native wait %+v", name, th.Name, th.Runtime, th.Wait)
+			}
+			w := th.Runtime.LockWait()
+			if w == nil {
 				continue
 			}
 			waits++
-			owner := th.Wait.Mutex.Owner
+			owner := w.Mutex.Owner
 			if owner == 0 || owner == th.Tid {
-				t.Errorf("%s: thread %q waits for %#x with owner %d", name, th.Name, th.Wait.Mutex.Addr, owner)
+				t.Errorf("%s: thread %q waits for %#x with owner %d", name, th.Name, w.Mutex.Addr, owner)
+			}
+			// jstack without -l lists no ownable synchronizers: the summary names the owner
+			if o := threadByTid(t, p, owner); !slices.Contains(o.Runtime.Held, w.Mutex.Addr) && name != "summary_only_pasted.txt" && name != "reentrant_abba.txt" {
+				t.Errorf("%s: owner %d of %#x does not hold it", name, owner, w.Mutex.Addr)
 			}
 		}
 		if waits != 2 {

@@ -14,13 +14,15 @@ const (
 // new fields of Thread. Fields a runtime does not give stay zero.
 type RuntimeThread struct {
 	Kind string // KindGoroutine, KindPython, KindJava
-	// ID is the runtime's own id of the thread: the goroutine id.
+	// ID is the runtime's own id of the thread: the goroutine id, a Java
+	// thread's "#12" (0 when the dump prints none).
 	ID int
 	// Status is the wait reason, or the scheduler status when there is
 	// none, as the runtime prints it. Go: "chan receive",
 	// "sync.Mutex.Lock", "select", "IO wait", "sync.WaitGroup.Wait",
 	// "semacquire" (Go before 1.20 for every sync wait), "running",
-	// "runnable", "syscall", "idle".
+	// "runnable", "syscall", "idle". Java: java.lang.Thread.State,
+	// "BLOCKED (on object monitor)", "WAITING (parking)".
 	Status string
 	// WaitMinutes is how long the thread had been blocked, in whole
 	// minutes, as the runtime recorded it: a lower bound (Go starts
@@ -31,8 +33,23 @@ type RuntimeThread struct {
 	// the sync.Mutex or sync.RWMutex of a Go lock wait, the WaitGroup,
 	// the channel. Threads waiting on one object share it. A dump gives
 	// it as the receiver argument of the waiting frame; a live read
-	// evaluates it.
+	// evaluates it. Java: the monitor ("- waiting to lock <0x…>"), the
+	// java.util.concurrent lock ("- parking to wait for <0x…>"), the
+	// class being initialised (an address made from its name).
 	Object uint64
+	// ObjectType is what Object is, as the runtime names it (Java: its
+	// class, "java.lang.Object",
+	// "java.util.concurrent.locks.ReentrantLock$NonfairSync").
+	ObjectType string
+	// Holder is the tid of the thread that holds Object, when the
+	// runtime says (Java: the thread that shows it "- locked", lists it
+	// among its "Locked ownable synchronizers", runs the class's
+	// <clinit>, or that the deadlock summary names); 0 when unknown.
+	Holder int
+	// Held are the objects the thread holds (Java: its locked monitors,
+	// ownable synchronizers and classes it initialises), in the dump's
+	// order.
+	Held []uint64
 	// CreatedBy is the frame that started the thread (Go: the go
 	// statement); zero for a main thread and when the dump omits it.
 	CreatedBy Frame
@@ -51,6 +68,18 @@ type RuntimeThread struct {
 // the GIL. Python threads the runtime says nothing more of have none.
 func PythonHoldingGIL() *RuntimeThread {
 	return &RuntimeThread{Kind: KindPython, HoldsGIL: true}
+}
+
+// LockWait is a wait on Object as a lock with an owner, the shape the
+// wait-for graph and hangdoc/v1 give a lock wait (wait.mutex: address,
+// class, owner's tid): a Java thread's monitor or j.u.c lock wait. Nil
+// for other runtimes, whose objects are no such locks, and when the
+// thread waits on none.
+func (r *RuntimeThread) LockWait() *Wait {
+	if r == nil || r.Kind != KindJava || r.Object == 0 {
+		return nil
+	}
+	return &Wait{Nr: -1, Mutex: &Mutex{Addr: r.Object, Symbol: r.ObjectType, Owner: r.Holder}}
 }
 
 // Goroutine is the thread's goroutine facts; nil when it is no goroutine.
@@ -89,8 +118,13 @@ type goroutineJSON struct {
 }
 
 // MarshalJSON writes the thread in hangdoc/v1: its fields, then the
-// runtime's facts (the last members, as before there was a Runtime).
+// runtime's facts (the last members, as before there was a Runtime). A
+// Java thread's lock wait is its wait.mutex, as before there was a
+// Runtime; its other Java facts are not in hangdoc/v1.
 func (t Thread) MarshalJSON() ([]byte, error) {
+	if t.Wait == nil {
+		t.Wait = t.Runtime.LockWait()
+	}
 	b, err := json.Marshal((*threadFields)(&t))
 	if err != nil || t.Runtime == nil {
 		return b, err
