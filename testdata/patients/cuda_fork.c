@@ -22,7 +22,7 @@
  *                fakeaccel_submit ← fakeaccel_launch ← run_worker ← main
  *   parent fakeaccel-drv: clock_nanosleep ← nanosleep ←
  *                fakeaccel_service_queue ← fakeaccel_driver_main ← start_thread
- *   parent main: wait4 ← waitpid ← main
+ *   parent main: wait4 ← waitpid ← patient_hang_on_child ← main
  * Expected verdict: fork-after-accelerator-init naming the child's thread
  * in the driver (fork-inherited-lock applies too: the owner is the
  * parent's driver thread).
@@ -48,21 +48,12 @@ int main(void)
 		patient_die("fakeaccel_init");
 	pid_t owner = fakeaccel_driver_tid();
 
-	pid_t parent = getpid();
-	pid_t child = fork();
-	if (child < 0)
-		patient_die("fork");
+	pid_t child = patient_fork();
 	if (child == 0) {
-		patient_die_with_parent(parent);
 		run_worker(1);
 		_exit(0);
 	}
 	patient_sayf("owner=%d\n", (int)owner);
-	patient_sayf("child=%d\n", (int)child);
-	patient_wait_child_blocked(child, PATIENT_SYS_FUTEX);
-	patient_ready();
-	int status;
-	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
-		;
+	patient_hang_on_child(child, PATIENT_SYS_FUTEX);
 	return 0;
 }

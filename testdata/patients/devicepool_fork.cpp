@@ -27,7 +27,7 @@
  *                pool_refresh_main ← start_thread
  *   parent fakeaccel-drv: clock_nanosleep ← nanosleep ←
  *                fakeaccel_service_queue ← fakeaccel_driver_main ← start_thread
- *   parent main: wait4 ← waitpid ← main
+ *   parent main: wait4 ← waitpid ← patient_hang_on_child ← main
  * Expected verdict: fork-inherited-lock, the child's main thread waiting on
  * the pool mutex owned by the parent's pool-refresh (known issue: tt-metal
  * DevicePool across fork).
@@ -119,23 +119,14 @@ int main()
 	int nr = PATIENT_SYS_CLOCK_NANOSLEEP;
 	patient_wait_blocked(&tid, &nr, 1);
 
-	pid_t parent = getpid();
-	pid_t child = fork();
-	if (child < 0)
-		patient_die("fork");
+	pid_t child = patient_fork();
 	if (child == 0) {
-		patient_die_with_parent(parent);
 		int n = DevicePool::instance().open_device(0); /* for ever */
 		sink += n;
 		_exit(0);
 	}
 	patient_sayf("owner=%d\n", (int)tid);
 	patient_sayf("driver=%d\n", (int)fakeaccel_driver_tid());
-	patient_sayf("child=%d\n", (int)child);
-	patient_wait_child_blocked(child, PATIENT_SYS_FUTEX);
-	patient_ready();
-	int status;
-	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
-		;
+	patient_hang_on_child(child, PATIENT_SYS_FUTEX);
 	return 0;
 }

@@ -19,7 +19,7 @@
  *                 localtime ← log_stamp ← main
  *   parent clock: open ← __fopen_internal … ← __tzfile_read ←
  *                 tzset_internal ← __tz_convert ← localtime ← clock_main
- *   parent main:  wait4 ← waitpid ← main
+ *   parent main:  wait4 ← waitpid ← patient_hang_on_child ← main
  * Expected verdict: fork-inherited-lock naming the child's thread.
  */
 #include "glibc_tzset_clock.h"
@@ -36,20 +36,12 @@ int main(void)
 	pthread_t c;
 	pid_t tid = clock_start(&c);
 
-	pid_t parent = getpid();
-	pid_t child = fork();
-	if (child < 0)
-		patient_die("fork");
+	pid_t child = patient_fork();
 	if (child == 0) {
-		patient_die_with_parent(parent);
 		sink += log_stamp();
 		_exit(0);
 	}
-	patient_wait_child_blocked(child, PATIENT_SYS_FUTEX);
 	patient_sayf("owner=%d\n", (int)tid);
-	patient_sayf("child=%d\n", (int)child);
-	patient_ready();
-	int status;
-	waitpid(child, &status, 0); /* for ever */
+	patient_hang_on_child(child, PATIENT_SYS_FUTEX);
 	return 0;
 }

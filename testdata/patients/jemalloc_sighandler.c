@@ -106,13 +106,9 @@ int main(int argc, char **argv)
 {
 	if (argc > 1 && strcmp(argv[1], "worker") == 0)
 		return worker_main();
-	pid_t self = getpid();
 	for (int tries = 0; tries < 50; tries++) {
-		pid_t w = fork();
-		if (w < 0)
-			patient_die("fork");
+		pid_t w = patient_fork();
 		if (w == 0) {
-			patient_die_with_parent(self);
 			execl("/proc/self/exe", argv[0], "worker", (char *)NULL);
 			_exit(2);
 		}

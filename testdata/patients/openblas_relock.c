@@ -23,7 +23,7 @@
  *                dgemm_ ← main
  *   parent workers: futex wait ← pthread_cond_wait ← blas_thread_server ←
  *                start_thread
- *   parent main: wait4 ← waitpid ← main
+ *   parent main: wait4 ← waitpid ← patient_hang_on_child ← main
  * Expected verdict: self-deadlock on server_lock, owner == waiter,
  * refined by the known issue OpenBLAS exec_blas_async → blas_thread_init.
  */
@@ -150,20 +150,11 @@ int main(void)
 	}
 	patient_wait_blocked(tids, nrs, BLAS_NUM_THREADS); /* idle workers */
 
-	pid_t parent = getpid();
-	pid_t child = fork();
-	if (child < 0)
-		patient_die("fork");
+	pid_t child = patient_fork();
 	if (child == 0) {
-		patient_die_with_parent(parent);
 		dgemm_(3); /* for ever */
 		_exit(0);
 	}
-	patient_sayf("child=%d\n", (int)child);
-	patient_wait_child_blocked(child, PATIENT_SYS_FUTEX);
-	patient_ready();
-	int status;
-	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
-		;
+	patient_hang_on_child(child, PATIENT_SYS_FUTEX);
 	return 0;
 }

@@ -124,6 +124,19 @@ PATIENT_FN void patient_die_with_parent(pid_t parent)
 		_exit(2);
 }
 
+/* patient_fork forks a child that gets SIGKILL when this process dies
+ * (patient_die_with_parent); it returns as fork does, 0 in the child. */
+PATIENT_FN pid_t patient_fork(void)
+{
+	pid_t parent = getpid();
+	pid_t child = fork();
+	if (child < 0)
+		patient_die("fork");
+	if (child == 0)
+		patient_die_with_parent(parent);
+	return child;
+}
+
 /* patient_task_read reads /proc file name of thread tid of process pid (0:
  * this process) into buf, NUL-terminated; its length, 0 when unreadable. */
 PATIENT_FN int patient_task_read(pid_t pid, pid_t tid, const char *name, char *buf, int size)
@@ -199,6 +212,21 @@ PATIENT_FN void patient_wait_child_blocked(pid_t child, int nr)
 		}
 		nanosleep(&ms, NULL);
 	}
+}
+
+/* patient_hang_on_child is the parent's part of a patient whose forked
+ * child hangs: it prints "child=<pid>", waits until the child's main
+ * thread sleeps in syscall nr, prints "ready" and waits in waitpid for
+ * the child for ever. */
+PATIENT_FN void patient_hang_on_child(pid_t child, int nr)
+{
+	int status;
+
+	patient_sayf("child=%d\n", (int)child);
+	patient_wait_child_blocked(child, nr);
+	patient_ready();
+	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+		;
 }
 
 #endif

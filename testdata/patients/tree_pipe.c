@@ -86,16 +86,12 @@ static PATIENT_NOINLINE void run_client(int in)
 
 int main(void)
 {
-	pid_t parent = getpid();
 	int fds[2];
 	if (pipe(fds) != 0)
 		patient_die("pipe");
 
-	pid_t client = fork();
-	if (client < 0)
-		patient_die("fork client");
+	pid_t client = patient_fork();
 	if (client == 0) {
-		patient_die_with_parent(parent);
 		close(fds[1]);
 		run_client(fds[0]);
 		_exit(0);
@@ -113,11 +109,8 @@ int main(void)
 	int nr = PATIENT_SYS_CLOCK_NANOSLEEP;
 	patient_wait_blocked(&tid, &nr, 1);
 
-	pid_t child = fork();
-	if (child < 0)
-		patient_die("fork worker");
+	pid_t child = patient_fork();
 	if (child == 0) {
-		patient_die_with_parent(parent);
 		close(fds[0]);
 		run_worker(fds[1]);
 		_exit(0);
