@@ -128,6 +128,12 @@ func classifySample(s stacks.Sample) (waitKind, string) {
 		return refineSelect(k, s.Wait.Syscall, s.Wait, s.Stack), s.Wait.Syscall
 	}
 	if s.State == "R" {
+		if pyAcquireOnTop(s.Stack) {
+			// py-spy marks a thread active by its name when it cannot
+			// match it to its OS thread; a Python stack whose innermost
+			// frame takes a lock waits for it (the acquire sleeps in C)
+			return wkFutex, ""
+		}
 		return wkRunning, ""
 	}
 	// No syscall read (a pasted dump, or /proc could not say): the

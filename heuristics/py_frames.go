@@ -130,6 +130,9 @@ func pyAcquireOnTop(st []stacks.Frame) bool {
 	if i := strings.LastIndexByte(name, '.'); i >= 0 {
 		name = name[i+1:]
 	}
+	if pyCondEnter(st[0]) {
+		return true
+	}
 	// acquire, _acquireLock, acquire_lock, lock, lock_table; not
 	// threading's _wait_for_tstate_lock (a join) or _acquire_restore (a
 	// condition's wait)
@@ -156,6 +159,9 @@ func pyLockUse(t *stacks.Thread) waitClass {
 			if strings.Contains(f.Func, "join") || strings.Contains(f.Func, "_wait_for_tstate_lock") {
 				return waitJoin
 			}
+			if pyCondEnter(f) {
+				return waitPyLock
+			}
 			return waitCond
 		case "queue.py":
 			return waitCond
@@ -163,6 +169,17 @@ func pyLockUse(t *stacks.Thread) waitClass {
 		return waitPyLock
 	}
 	return waitCond
+}
+
+// pyCondEnter: threading's Condition.__enter__, the `with cond:` that
+// takes the condition's lock in C: its innermost Python frame is the
+// acquire of a lock, not a wait to be woken.
+func pyCondEnter(f stacks.Frame) bool {
+	fn := f.Func
+	if i := strings.LastIndexByte(fn, '.'); i >= 0 {
+		fn = fn[i+1:]
+	}
+	return fn == "__enter__" && path.Base(strings.ReplaceAll(f.File, "\\", "/")) == "threading.py"
 }
 
 func pyLoggingFile(f stacks.Frame) bool {
