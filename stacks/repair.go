@@ -530,6 +530,9 @@ func (rp *repairer) unwrap(l repLine) repLine {
 		if _, ok := processHeading(strings.TrimSpace(nt)); ok {
 			return l // the next process's heading after a cut frame
 		}
+		if c := nt[0]; (c == '-' || c == '=' || c == '>' || c == 0xe2) && leadArrowRE.MatchString(nt) {
+			return l // a line a reader marked with an arrow is a line of its own
+		}
 		rp.ahead = rp.ahead[1:]
 		// a line exactly as wide as a terminal or a mail client's hard
 		// wrap (72, 78–80) was cut mid-word; a shorter one at a blank,

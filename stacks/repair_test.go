@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"reflect"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -141,8 +143,12 @@ var damages = []damage{
 func isFrameText(l string) bool {
 	t := strings.TrimSpace(l)
 	return strings.HasPrefix(t, "#") || strings.HasPrefix(t, "frame #") || strings.HasPrefix(t, "* frame #") ||
-		strings.HasPrefix(t, "File \"") || strings.HasPrefix(l, "\t/") || strings.HasPrefix(l, "main.") || strings.HasPrefix(l, "sync.")
+		strings.HasPrefix(t, "File \"") || strings.HasPrefix(l, "\t/") || strings.HasPrefix(l, "main.") || strings.HasPrefix(l, "sync.") ||
+		strings.HasPrefix(t, "at ") || delveFrameRE.MatchString(t) // jstack's and delve's frames, delve's file lines
 }
+
+// delveFrameRE is a frame of delve's bt and stack: "3  0x… in main.f".
+var delveFrameRE = regexp.MustCompile(`^\d+\s+0x[0-9a-f]+ in \S`)
 
 func eachLine(ls []string, f func(int, string) string) []string {
 	out := make([]string, len(ls))
@@ -179,6 +185,8 @@ var repairDumps = []string{
 	"gdb/sighandler.txt", "gdb/abba.txt", "gdb/mutex_o0g_full.txt", "eu-stack/abba_bl.txt",
 	"lldb/abba.txt", "goroutines/abba_sigquit.txt", "faulthandler/lock_sigabrt.txt", "py-spy/lock.txt",
 	"crash-report/looseleaf_deadlock.txt", "gdb/variant_info_threads_bt.txt",
+	"delve/abba_stack_full.txt", "delve/abba_goroutines_t.txt", "delve/abba_bt.txt",
+	"jstack/monitor_abba.txt", "jstack/jcmd_thread_print_monitor.txt", "jstack/reentrant_abba_l.txt",
 }
 
 func TestRepairDamage(t *testing.T) {
@@ -188,10 +196,11 @@ func TestRepairDamage(t *testing.T) {
 		lines := strings.Split(strings.TrimRight(clean, "\n"), "\n")
 		for _, d := range damages {
 			t.Run(name+"/"+d.name, func(t *testing.T) {
-				damaged := strings.Join(d.do(lines), "\n") + "\n"
-				if damaged == clean {
-					t.Skip("nothing to damage")
+				out := d.do(lines)
+				if slices.Equal(out, lines) {
+					t.Skip("nothing to damage") // no line of the kind this damage touches
 				}
+				damaged := strings.Join(out, "\n") + "\n"
 				got, notes := readShape(t, damaged)
 				if got != want {
 					t.Errorf("damaged dump reads otherwise:\n%s", firstLineDiff(want, got))
