@@ -10,12 +10,12 @@
 package main
 
 import (
-	"fmt"
 	"runtime"
 	"sync"
 	"time"
 
-	// the dump on HANGDOC_DUMP, one piece for every patient
+	// the tail every patient shares: "stuck" once hung, then the
+	// dump HANGDOC_DUMP asks for
 	"github.com/hangdoc/hangdoc/testdata/gorun/selfdump"
 )
 
@@ -57,9 +57,6 @@ func main() {
 	go func() { defer done.Done(); b.transfer(c, a, 20) }()
 	go keepAlive()
 	b.ready.Wait()
-	time.Sleep(200 * time.Millisecond)
-	runtime.GC()
-	fmt.Println("stuck")
-	selfdump.OnRequest()
+	selfdump.Stuck(200 * time.Millisecond)
 	done.Wait()
 }

@@ -6,11 +6,11 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"runtime"
 	"time"
 
-	// the dump on HANGDOC_DUMP, one piece for every patient
+	// the tail every patient shares: "stuck" once hung, then the
+	// dump HANGDOC_DUMP asks for
 	"github.com/hangdoc/hangdoc/testdata/gorun/selfdump"
 )
 
@@ -39,10 +39,7 @@ func main() {
 	if _, err := get("http://example.invalid/"); err == nil {
 		panic("no timeout")
 	}
-	time.Sleep(200 * time.Millisecond)
-	runtime.GC()
-	fmt.Println("stuck")
-	selfdump.OnRequest()
+	selfdump.Stuck(200 * time.Millisecond)
 	for {
 		time.Sleep(500 * time.Millisecond)
 		runtime.GC()

@@ -8,12 +8,12 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"runtime"
 	"strconv"
 	"time"
 
+	// the tail every patient shares: "stuck", then the dump asked for
 	"github.com/hangdoc/hangdoc/testdata/gorun/selfdump"
 )
 
@@ -49,10 +49,7 @@ func main() {
 	}
 	s := &server{ctx: context.Background()}
 	s.serve(n)
-	time.Sleep(200 * time.Millisecond)
-	runtime.GC()
-	fmt.Println("stuck")
-	selfdump.OnRequest()
+	selfdump.Stuck(200 * time.Millisecond)
 	for {
 		time.Sleep(500 * time.Millisecond)
 		runtime.GC()

@@ -6,12 +6,12 @@
 package main
 
 import (
-	"fmt"
 	"runtime"
 	"sync"
 	"time"
 
-	// the dump on HANGDOC_DUMP, one piece for every patient
+	// the tail every patient shares: "stuck" once hung, then the
+	// dump HANGDOC_DUMP asks for
 	"github.com/hangdoc/hangdoc/testdata/gorun/selfdump"
 )
 
@@ -55,9 +55,6 @@ func main() {
 	<-held
 	go c.set("k", "v")
 	go keepAlive()
-	time.Sleep(300 * time.Millisecond)
-	runtime.GC()
-	fmt.Println("stuck")
-	selfdump.OnRequest()
+	selfdump.Stuck(300 * time.Millisecond)
 	select {}
 }

@@ -4,12 +4,12 @@
 package main
 
 import (
-	"fmt"
 	"runtime"
 	"sync"
 	"time"
 
-	// the dump on HANGDOC_DUMP, one piece for every patient
+	// the tail every patient shares: "stuck" once hung, then the
+	// dump HANGDOC_DUMP asks for
 	"github.com/hangdoc/hangdoc/testdata/gorun/selfdump"
 )
 
@@ -33,10 +33,10 @@ func main() {
 	}
 	go keepAlive()
 	go func() {
-		time.Sleep(200 * time.Millisecond)
-		runtime.GC()
-		fmt.Println("stuck")
-		selfdump.OnRequest()
+		// Said from another goroutine: main is the one that hangs
+		// (in wg.Wait below, where the dump must show it), so it
+		// cannot be the one to say so.
+		selfdump.Stuck(200 * time.Millisecond)
 	}()
 	wg.Wait()
 	close(results)
