@@ -114,3 +114,25 @@ func TestStackCaptureOverCutIsHandler(t *testing.T) {
 		t.Errorf("a capture called from malloc down to main read as a handler: %s", d.Summary)
 	}
 }
+
+// gdb's `info threads` table shows one frame a thread: a thread in
+// nanosleep there says nothing of why it sleeps (a loop polling for
+// workers that may never be woken), so `sleeping` is hedged low; with its
+// callers shown it stays medium.
+func TestSleepingFromOneFrameIsLow(t *testing.T) {
+	table := "(gdb) info threads\n" +
+		"  Id   Target Id         Frame \n" +
+		"  3    Thread 0x7f0000003700 (LWP 2003) \"pool\" pthread_cond_wait@@GLIBC_2.3.2 () at ../sysdeps/unix/sysv/linux/x86_64/pthread_cond_wait.S:185\n" +
+		"  2    Thread 0x7f0000002700 (LWP 2002) \"pool\" pthread_cond_wait@@GLIBC_2.3.2 () at ../sysdeps/unix/sysv/linux/x86_64/pthread_cond_wait.S:185\n" +
+		"* 1    Thread 0x7f0000001740 (LWP 2001) \"pool\" 0x00007f000000191d in nanosleep () at ../sysdeps/unix/syscall-template.S:81\n"
+	d, ok := top(parseDump(t, table))
+	if !ok || d.ID != "sleeping" || d.Confidence != Low {
+		t.Fatalf("info threads table: top %s (%s), want sleeping (low)", d.ID, d.Confidence)
+	}
+	full := parseDump(t, "#0  0x00007f0000001000 in nanosleep () from /lib64/libc.so.6\n"+
+		"#1  0x00007f0000001100 in usleep () from /lib64/libc.so.6\n"+
+		"#2  0x0000000000402000 in poll_loop ()\n#3  0x0000000000403000 in main ()\n")
+	if d, ok := top(full); !ok || d.ID != "sleeping" || d.Confidence != Medium {
+		t.Errorf("a sleep with its callers: top %s (%s), want sleeping (medium)", d.ID, d.Confidence)
+	}
+}

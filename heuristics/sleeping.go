@@ -50,6 +50,12 @@ func sleepingDiagnosis(p *stacks.Process, all []threadFacts) Diagnosis {
 	if !kernel {
 		d.Confidence = Medium
 	}
+	if !kernel && !sleepCallerShown(sl) {
+		// gdb's `info threads` table gives one frame a thread: who
+		// sleeps, and why (a poll loop waiting for the other threads to
+		// finish work they may never be woken for), is not shown
+		d.Confidence = Low
+	}
 	verb := "sleeps"
 	if len(sl) > 1 {
 		verb = "sleep"
@@ -69,4 +75,15 @@ func sleepingDiagnosis(p *stacks.Process, all []threadFacts) Diagnosis {
 		d.Chain = append(d.Chain, o)
 	}
 	return d
+}
+
+// sleepCallerShown: some sleeper's stack shows the code that called the
+// sleep, not only the sleep itself.
+func sleepCallerShown(sl []threadFacts) bool {
+	for _, f := range sl {
+		if len(f.lastStack()) > 1 {
+			return true
+		}
+	}
+	return false
 }
