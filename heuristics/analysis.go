@@ -120,14 +120,30 @@ func (a *analysis) threadIn(p *stacks.Process, tid int) (ThreadRef, bool) {
 }
 
 // DiagThread returns the thread with the given tid among a diagnosis's
-// processes (any process when it names none).
+// processes (Diagnosis.about; any process when it names none).
 func (a *analysis) DiagThread(d *Diagnosis, tid int) (ThreadRef, bool) {
 	for _, r := range a.threads[tid] {
-		if len(d.Pids) == 0 || slices.Contains(d.Pids, r.Proc.Pid) {
+		if len(d.Pids) == 0 || d.about(r.Proc) {
 			return r, true
 		}
 	}
 	return ThreadRef{}, false
+}
+
+// diagProcs are a diagnosis's processes, one for each pid it names, in
+// its order: the first process of the pid that it is about
+// (Diagnosis.about).
+func (a *analysis) diagProcs(d *Diagnosis) []*stacks.Process {
+	var ps []*stacks.Process
+	for _, pid := range d.Pids {
+		for _, p := range a.Snap.Processes {
+			if p.Pid == pid && d.about(p) {
+				ps = append(ps, p)
+				break
+			}
+		}
+	}
+	return ps
 }
 
 // Ref returns a thread of the snapshot with its process.
@@ -204,7 +220,7 @@ func (a *analysis) graphConfidence(ps ...*stacks.Process) string {
 func (a *analysis) diagEvidence(d Diagnosis) stacks.Evidence {
 	var ps []*stacks.Process
 	for _, p := range a.Snap.Processes {
-		if !slices.Contains(d.Pids, p.Pid) {
+		if !d.about(p) {
 			continue
 		}
 		if len(d.Tids) == 0 || slices.ContainsFunc(p.Threads, func(t *stacks.Thread) bool { return slices.Contains(d.Tids, t.Tid) }) {

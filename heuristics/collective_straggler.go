@@ -382,11 +382,12 @@ func stragglerDiagnosis(a *analysis, ranks, waiting, stragglers []rankView) Diag
 			d.Pids = appendNew(d.Pids, r.p.Pid)
 		}
 	}
-	pids, tids := orderRefs(refs...)
-	for _, p := range pids {
-		d.Pids = appendNew(d.Pids, p)
+	leadless := d.Pids // the ranks without a lead thread first, as before
+	d.name(refs...)
+	for _, p := range d.Pids {
+		leadless = appendNew(leadless, p)
 	}
-	d.Tids = tids
+	d.Pids = leadless
 	if len(stragglers) == 1 {
 		s := stragglers[0]
 		d.Fix = fmt.Sprintf("Find why rank %s does not reach `%s`: it is in %s; diagnose that rank on its own. "+

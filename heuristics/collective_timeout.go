@@ -91,7 +91,7 @@ func timeoutRefs() []string {
 func timeoutInCollective(tr timeoutRank, all []timeoutRank) Diagnosis {
 	r := tr.r
 	d := Diagnosis{ID: "collective-straggler", Deadlock: true, Confidence: Low, Refs: timeoutRefs()}
-	d.Pids, d.Tids = orderRefs(ThreadRef{Proc: r.p, Thread: r.lead})
+	d.name(ThreadRef{Proc: r.p, Thread: r.lead})
 	d.Summary = fmt.Sprintf("%s has waited in `%s` past MPICH's progress timeout: a rank that has not joined the collective holds it up",
 		rankName(r), r.coll)
 	d.Chain = append(d.Chain, fmt.Sprintf("%s waits in `%s` with %s", rankName(r), r.coll, tr.p().Message[len("MPICH progress timeout: "):]))
@@ -122,7 +122,7 @@ func timeoutInCollective(tr timeoutRank, all []timeoutRank) Diagnosis {
 func timeoutStraggler(tr timeoutRank) Diagnosis {
 	r := tr.r
 	d := Diagnosis{ID: "collective-straggler", Deadlock: true, Confidence: Low, Refs: timeoutRefs()}
-	d.Pids, d.Tids = orderRefs(ThreadRef{Proc: r.p, Thread: r.lead})
+	d.name(ThreadRef{Proc: r.p, Thread: r.lead})
 	from := "a peer"
 	if len(tr.waitsOn) > 0 {
 		from = "rank " + strings.Join(tr.waitsOn, ", rank ")

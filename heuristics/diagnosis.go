@@ -3,6 +3,12 @@
 // never where the snapshot came from.
 package heuristics
 
+import (
+	"slices"
+
+	"github.com/hangdoc/hangdoc/stacks"
+)
+
 // Diagnosis is one named finding, in the hangdoc/v1 JSON contract.
 type Diagnosis struct {
 	ID         string `json:"id"`
@@ -26,6 +32,33 @@ type Diagnosis struct {
 	// Deadlock is false for the verdicts that are not a hang
 	// (progressing, io-wait, sleeping).
 	Deadlock bool `json:"deadlock"`
+	// procs are the processes of the threads the diagnosis was named
+	// from (name): a paste may hold two processes of one pid (two dumps
+	// without pids are both pid 0) whose tids repeat, which Pids and Tids
+	// cannot tell apart.
+	procs []*stacks.Process
+}
+
+// name makes the diagnosis about the given threads, waiters first, then
+// owners: their pids and tids, each once in that order, and their
+// processes.
+func (d *Diagnosis) name(refs ...ThreadRef) {
+	d.Pids, d.Tids = orderRefs(refs...)
+	for _, r := range refs {
+		if r.Thread != nil && !slices.Contains(d.procs, r.Proc) {
+			d.procs = append(d.procs, r.Proc)
+		}
+	}
+}
+
+// about says whether the diagnosis is about process p: one of the
+// processes it was named from, or, for a pid none of those has (a fork
+// parent added by pid alone), any process of a pid it names.
+func (d *Diagnosis) about(p *stacks.Process) bool {
+	if slices.Contains(d.procs, p) {
+		return true
+	}
+	return slices.Contains(d.Pids, p.Pid) && !slices.ContainsFunc(d.procs, func(q *stacks.Process) bool { return q.Pid == p.Pid })
 }
 
 // KnownIssue names an upstream bug that a diagnosis matches.

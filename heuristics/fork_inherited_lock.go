@@ -72,7 +72,7 @@ func matchForkInheritedLock(a *analysis) []Diagnosis {
 		if pt := o.Thread.Thread; pt != nil {
 			d.Chain = append(d.Chain, fmt.Sprintf("in the parent, %s %s (it holds the parent's copy, not the child's)", threadLabel(pt), a.Doing(pt)))
 		}
-		d.Pids, d.Tids = orderRefs(l.Waiters...)
+		d.name(l.Waiters...)
 		d.Pids = appendNew(d.Pids, p.Fork.ParentPid)
 		d.Tids = appendNew(d.Tids, o.Tid)
 		ds = append(ds, d)
@@ -108,7 +108,7 @@ func matchForkInheritedLock(a *analysis) []Diagnosis {
 		for _, w := range ws {
 			d.Evidence = append(d.Evidence, stackLine(w.Thread))
 		}
-		d.Pids, d.Tids = orderRefs(ws...)
+		d.name(ws...)
 		d.Pids = appendNew(d.Pids, p.Fork.ParentPid)
 		refinePythonFork(a, &d, p, t)
 		ds = append(ds, d)

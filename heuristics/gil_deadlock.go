@@ -224,7 +224,7 @@ func matchGILDeadlock(a *analysis) []Diagnosis {
 			d.Evidence = append(d.Evidence, stackLine(w.Thread))
 			refs = append(refs, w)
 		}
-		d.Pids, d.Tids = orderRefs(refs...)
+		d.name(refs...)
 		ds = append(ds, d)
 	}
 	return append(ds, matchLoneGIL(a, done)...)

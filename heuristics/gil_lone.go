@@ -69,7 +69,7 @@ func matchLoneGIL(a *analysis, done map[*stacks.Process]bool) []Diagnosis {
 		}
 		ref := ThreadRef{Proc: p, Thread: t}
 		d := Diagnosis{Deadlock: true, Confidence: Low, Refs: gilRefs, Evidence: []string{stackLine(t)}}
-		d.Pids, d.Tids = orderRefs(ref)
+		d.name(ref)
 		if via, ok := holdsGILWaiting(t); ok {
 			lock, site := waitLockName(t), waitSite(t)
 			d.Summary = fmt.Sprintf("%s holds the GIL (it runs under `%s`) and waits for %s in %s without releasing it: the lock's holder needs the GIL to go on, so neither can move",

@@ -56,7 +56,7 @@ func matchGILRetake(a *analysis) []Diagnosis {
 		} else {
 			d.Evidence = append(d.Evidence, "the dump marks this thread as holding the GIL (py-spy's gil)")
 		}
-		d.Pids, d.Tids = orderRefs(ref)
+		d.name(ref)
 		ds = append(ds, d)
 	}
 	return ds

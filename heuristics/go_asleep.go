@@ -90,9 +90,9 @@ func matchGoAllAsleep(a *analysis) []Diagnosis {
 }
 
 func goAsleepDiagnosis(gp *goProc, f *goAsleepFinding) Diagnosis {
-	pids, tids := goRefs(f.blocked...)
-	d := Diagnosis{Deadlock: true, Confidence: Medium, Pids: pids, Tids: tids,
+	d := Diagnosis{Deadlock: true, Confidence: Medium,
 		Refs: []string{"https://go.dev/ref/spec#Channel_types", "https://pkg.go.dev/sync"}}
+	d.nameGoroutines(f.blocked...)
 	minutes := 0
 	for _, g := range f.blocked {
 		minutes = max(minutes, g.g.WaitMinutes)

@@ -288,9 +288,9 @@ func matchGoChannelNoPartner(a *analysis) []Diagnosis {
 
 func goOrphanDiagnosis(o goOrphan) Diagnosis {
 	g := o.g
-	pids, tids := goRefs(g)
-	d := Diagnosis{Deadlock: true, Confidence: Medium, Pids: pids, Tids: tids,
+	d := Diagnosis{Deadlock: true, Confidence: Medium,
 		Refs: []string{"https://go.dev/ref/spec#Send_statements", "https://go.dev/wiki/CommonMistakes"}}
+	d.nameGoroutines(g)
 	op, verb := "send on", "send"
 	if g.kind == stacks.GoWaitRecv || strings.Contains(g.g.Status, "receive") {
 		op, verb = "receive from", "receive"

@@ -418,13 +418,14 @@ func goPointerArg(a stacks.Arg) (uint64, bool) {
 	return a.Addr, true
 }
 
-// goTids lists goroutine ids for Diagnosis.Tids, in the order given.
-func goRefs(gs ...*gor) (pids, tids []int) {
+// nameGoroutines is name for goroutines: their ids are Diagnosis.Tids,
+// in the order given.
+func (d *Diagnosis) nameGoroutines(gs ...*gor) {
 	refs := make([]ThreadRef, 0, len(gs))
 	for _, g := range gs {
 		refs = append(refs, g.ref)
 	}
-	return orderRefs(refs...)
+	d.name(refs...)
 }
 
 // goDeadlockClaims reports whether a Go deadlock signature names a

@@ -50,9 +50,9 @@ func goHoldWaitDiagnosis(c goLockCycle) Diagnosis {
 	g := c.steps[0].waiter
 	scope := g.t.Stack[c.scope]
 	row := stacks.FrameRow(scope)
-	pids, tids := goRefs(g)
-	d := Diagnosis{ID: "lock-order-cycle", Deadlock: true, Confidence: Low, Pids: pids, Tids: tids,
+	d := Diagnosis{ID: "lock-order-cycle", Deadlock: true, Confidence: Low,
 		Refs: []string{"https://pkg.go.dev/sync#Mutex", "https://github.com/sasha-s/go-deadlock"}}
+	d.nameGoroutines(g)
 	d.Summary = fmt.Sprintf("most likely a lock-order cycle: %s %s while it holds the %s of %s further down its stack",
 		g.label(), g.waitText(), row.Family, frameAt(scope))
 	d.Chain = append(d.Chain,

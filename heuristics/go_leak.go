@@ -191,9 +191,9 @@ func matchGoLeak(a *analysis) []Diagnosis {
 func goLeakDiagnosis(gp *goProc, l goLeak) Diagnosis {
 	g := l.gs[0]
 	sort.Slice(l.gs, func(i, j int) bool { return l.gs[i].t.Tid < l.gs[j].t.Tid })
-	pids, tids := goRefs(l.gs...)
-	d := Diagnosis{Deadlock: true, Confidence: Medium, Pids: pids, Tids: tids,
+	d := Diagnosis{Deadlock: true, Confidence: Medium,
 		Refs: []string{"https://github.com/uber-go/goleak", "https://go.dev/blog/pipelines"}}
+	d.nameGoroutines(l.gs...)
 	if (l.minutes == 0 || l.pasted) && !l.goleak { // goleak checked at the test's end that they outlived it
 		d.Confidence = Low // parked under a minute: a burst may yet drain; or a few goroutines of a paste
 	}

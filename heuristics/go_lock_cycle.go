@@ -187,9 +187,9 @@ func goLockCycleDiagnosis(gp *goProc, c goLockCycle) Diagnosis {
 	for _, s := range c.steps {
 		gs = append(gs, s.waiter)
 	}
-	pids, tids := goRefs(gs...)
-	d := Diagnosis{ID: "lock-order-cycle", Deadlock: true, Confidence: Medium, Pids: pids, Tids: tids,
+	d := Diagnosis{ID: "lock-order-cycle", Deadlock: true, Confidence: Medium,
 		Refs: []string{"https://pkg.go.dev/sync#Mutex", "https://github.com/sasha-s/go-deadlock"}}
+	d.nameGoroutines(gs...)
 	if !c.inferred {
 		d.Confidence = Low
 		var parts []string

@@ -140,9 +140,9 @@ func goSelfDiagnosis(gp *goProc, s goSelf) Diagnosis {
 	if s.writer != nil {
 		gs = append(gs, s.writer)
 	}
-	pids, tids := goRefs(gs...)
-	d := Diagnosis{ID: "self-deadlock", Deadlock: true, Confidence: Medium, Pids: pids, Tids: tids,
+	d := Diagnosis{ID: "self-deadlock", Deadlock: true, Confidence: Medium,
 		Refs: []string{"https://pkg.go.dev/sync#Mutex"}}
+	d.nameGoroutines(gs...)
 	d.Chain = append(d.Chain, g.label()+" "+g.waitText())
 	outer := ""
 	if s.held {

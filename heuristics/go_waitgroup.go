@@ -116,9 +116,9 @@ func matchGoWaitGroupNeverDone(a *analysis) []Diagnosis {
 
 func goWaitGroupDiagnosis(gp *goProc, s goStuckWG) Diagnosis {
 	w := s.waiters[0]
-	pids, tids := goRefs(s.waiters...)
-	d := Diagnosis{Deadlock: true, Confidence: Medium, Pids: pids, Tids: tids,
+	d := Diagnosis{Deadlock: true, Confidence: Medium,
 		Refs: []string{"https://pkg.go.dev/sync#WaitGroup"}}
+	d.nameGoroutines(s.waiters...)
 	who, verb := w.label(), "waits"
 	if len(s.waiters) > 1 {
 		who = fmt.Sprintf("%d goroutines (%s, …)", len(s.waiters), w.label())

@@ -180,7 +180,7 @@ func matchLoaderLock(a *analysis) []Diagnosis {
 			for _, e := range lw.cycle {
 				refs = append(refs, e.From)
 			}
-			d.Pids, d.Tids = orderRefs(refs...)
+			d.name(refs...)
 		} else if lw.cut {
 			d.Confidence = Low
 			first := lw.forLoader[0].Thread
@@ -197,7 +197,7 @@ func matchLoaderLock(a *analysis) []Diagnosis {
 			for _, r := range refs {
 				d.Evidence = append(d.Evidence, stackLine(r.Thread))
 			}
-			d.Pids, d.Tids = orderRefs(refs...)
+			d.name(refs...)
 		} else {
 			d.Confidence = Low
 			first := lw.forLoader[0].Thread
@@ -215,7 +215,7 @@ func matchLoaderLock(a *analysis) []Diagnosis {
 			for _, r := range refs {
 				d.Evidence = append(d.Evidence, stackLine(r.Thread))
 			}
-			d.Pids, d.Tids = orderRefs(refs...)
+			d.name(refs...)
 		}
 		ds = append(ds, d)
 	}

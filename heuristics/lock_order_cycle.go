@@ -96,7 +96,7 @@ func matchLockOrderCycle(a *analysis) []Diagnosis {
 			fix = append(fix, "Do not join a thread while holding a lock it needs: release the lock before pthread_join.")
 		}
 		d.Fix = strings.Join(fix, " ")
-		d.Pids, d.Tids = orderRefs(refs...)
+		d.name(refs...)
 		ds = append(ds, d)
 	}
 	// A waiter whose named owner's stack the paste cut.
@@ -165,7 +165,7 @@ func matchLockOrderCycle(a *analysis) []Diagnosis {
 				v.lockAt(v.order[0], v.waiters[0].lock), threadLabel(h)))
 		}
 		d.Chain = append(d.Chain, "no thread runs: whoever holds these locks waits among them, or exited")
-		d.Pids, d.Tids = orderRefs(ws...)
+		d.name(ws...)
 		ds = append(ds, d)
 	}
 	return ds
@@ -261,7 +261,7 @@ func inferredCycleDiagnosis(p *stacks.Process, ws []ThreadRef, v argLockView, c 
 		fix = append(fix, "Do not join a thread while holding a lock it needs: release the lock before pthread_join.")
 	}
 	d.Fix = strings.Join(fix, " ")
-	d.Pids, d.Tids = orderRefs(refs...)
+	d.name(refs...)
 	return d
 }
 
@@ -309,6 +309,6 @@ func ownerCutDiagnosis(a *analysis, e Edge) Diagnosis {
 		Fix:      "Take these locks in one global order everywhere, or lock them together with std::scoped_lock / std::lock.",
 		Refs:     lockOrderRefs,
 	}
-	d.Pids, d.Tids = orderRefs(e.From, e.To)
+	d.name(e.From, e.To)
 	return d
 }

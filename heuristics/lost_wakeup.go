@@ -109,7 +109,7 @@ func matchLostWakeup(a *analysis) []Diagnosis {
 			}
 			d.Evidence = append(d.Evidence, line)
 		}
-		d.Pids, d.Tids = orderRefs(refs...)
+		d.name(refs...)
 		ds = append(ds, d)
 	}
 	return ds

@@ -74,7 +74,7 @@ func matchOrphanedLock(a *analysis) []Diagnosis {
 			d.Chain = append(d.Chain, Step(Edge{Kind: EdgeMutex, From: w, Lock: l}))
 			d.Evidence = append(d.Evidence, stackLine(w.Thread))
 		}
-		d.Pids, d.Tids = orderRefs(l.Waiters...)
+		d.name(l.Waiters...)
 		if o.Kind == OwnerGone {
 			d.Tids = appendNew(d.Tids, o.Tid)
 		}

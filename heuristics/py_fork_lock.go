@@ -270,7 +270,7 @@ func pyOnlyForkDiagnosis(a *analysis, p *stacks.Process) (Diagnosis, bool) {
 		Hints:    []Hint{attachHint(p.Pid, "on the live process (or py-spy dump --native) for the lock wait itself")},
 		Refs:     forkRefs,
 	}
-	d.Pids, d.Tids = orderRefs(ref)
+	d.name(ref)
 	refinePythonFork(a, &d, p, t)
 	return d, true
 }

@@ -101,7 +101,7 @@ func pyProcessWaitDiagnosis(a *analysis, p *stacks.Process, w pyProcessWait) Dia
 	ref := ThreadRef{Proc: p, Thread: w.t}
 	d := Diagnosis{Deadlock: false, Confidence: Low, Refs: []string{"https://docs.python.org/3/library/multiprocessing.html#multiprocessing-programming",
 		"https://docs.python.org/3/library/subprocess.html#subprocess.Popen.communicate"}}
-	d.Pids, d.Tids = orderRefs(ref)
+	d.name(ref)
 	who := "the process"
 	if p.Pid > 0 {
 		who = whoProc(p)

@@ -84,12 +84,7 @@ func (r *Rule) match(a *analysis, d *Diagnosis) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	var procs []*stacks.Process
-	for _, pid := range d.Pids {
-		if p := a.Process(pid); p != nil {
-			procs = append(procs, p)
-		}
-	}
+	procs := a.diagProcs(d)
 	var named []ThreadRef
 	for _, tid := range d.Tids {
 		if ref, ok := a.DiagThread(d, tid); ok {

@@ -80,7 +80,7 @@ func matchSelfDeadlock(a *analysis) []Diagnosis {
 			d.Confidence = Medium
 			d.Chain[2] = "the mutex is errorcheck: pthread_mutex_lock should have returned EDEADLK rather than block; the thread is stuck anyway (it retries the lock after the error, or the owner field is stale)"
 		}
-		d.Pids, d.Tids = orderRefs(e.From)
+		d.name(e.From)
 		ds = append(ds, d)
 	}
 	// The dump's arguments show the same lock in an outer frame that
@@ -110,7 +110,7 @@ func matchSelfDeadlock(a *analysis) []Diagnosis {
 		if r.expr != "" || r.returned != nil {
 			relockFromPaste(&d, r)
 		}
-		d.Pids, d.Tids = orderRefs(r.ref)
+		d.name(r.ref)
 		ds = append(ds, d)
 	}
 	// A pasted dump (or lock elision) records no owner: a process whose

@@ -176,7 +176,7 @@ func matchSignalReentry(a *analysis) []Diagnosis {
 			"https://man7.org/linux/man-pages/man3/pthread_sigmask.3.html",
 			"https://man7.org/linux/man-pages/man2/signalfd.2.html",
 		}}
-		d.Pids, d.Tids = orderRefs(r.waiter)
+		d.name(r.waiter)
 		if r.edge != nil {
 			m := r.edge.Lock.Mutex
 			d.Confidence = a.graphConfidence(r.waiter.Proc)

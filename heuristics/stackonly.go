@@ -511,7 +511,7 @@ func (a *analysis) loneWaiterDiagnosis(lw loneWaiter) Diagnosis {
 		Confidence: lw.conf,
 		Evidence:   []string{stackLine(t)},
 	}
-	d.Pids, d.Tids = orderRefs(lw.ref)
+	d.name(lw.ref)
 	waits := fmt.Sprintf("%s waits for %s in %s; no owner was recorded", threadLabel(t), lock, site)
 	switch lw.id {
 	case "fork-inherited-lock":
@@ -668,20 +668,16 @@ func noteAbsentEvidence(a *analysis, ds []Diagnosis) {
 // verdict about it is more than a guess: low confidence, and the
 // evidence says why.
 func noteUnreadGoroutines(a *analysis, ds []Diagnosis) {
-	unread := map[int]*stacks.Process{}
-	for _, p := range a.Snap.Processes {
-		if strings.HasPrefix(p.Runtime, "go") && len(p.Threads) > 0 && p.Threads[0].Goroutine() == nil {
-			unread[p.Pid] = p
-		}
+	unread := func(p *stacks.Process) bool {
+		return strings.HasPrefix(p.Runtime, "go") && len(p.Threads) > 0 && p.Threads[0].Goroutine() == nil
 	}
-	if len(unread) == 0 {
+	if !slices.ContainsFunc(a.Snap.Processes, unread) {
 		return
 	}
 	for i := range ds {
 		d := &ds[i]
-		for _, pid := range d.Pids {
-			p := unread[pid]
-			if p == nil {
+		for _, p := range a.diagProcs(d) {
+			if !unread(p) {
 				continue
 			}
 			d.Confidence = Low
@@ -693,11 +689,11 @@ func noteUnreadGoroutines(a *analysis, ds []Diagnosis) {
 					strings.TrimPrefix(d.Summary, "not a deadlock, ")
 				d.Fix = "Read its goroutines before trusting this: build it with -ldflags='-s=false -w=false' (go test and go run strip DWARF) " +
 					"and attach again, or take its goroutine dump."
-				d.Hints = append(d.Hints, Hint{Action: HintGoroutineDump, Pid: max(pid, 0), Why: "to read its goroutines"})
+				d.Hints = append(d.Hints, Hint{Action: HintGoroutineDump, Pid: max(p.Pid, 0), Why: "to read its goroutines"})
 			}
 			d.Evidence = append(d.Evidence, fmt.Sprintf("pid %d is a Go program (%s) read as OS threads: its goroutines, where a Go hang shows, "+
 				"were not read (see the process's notes); build it with DWARF (go test -ldflags='-s=false -w=false') or take its goroutine dump (SIGQUIT)",
-				pid, p.Runtime))
+				p.Pid, p.Runtime))
 			break
 		}
 	}

@@ -127,7 +127,7 @@ func recursiveClaimDiagnoses(a *analysis) []Diagnosis {
 			Evidence: []string{stackLine(r.cur.Thread), stackLine(r.prev.Thread),
 				"a detector's report, not a goroutine dump: go-deadlock keys held locks on goroutine ids, which the runtime reuses; the nested stacks, not the claim, are the evidence"},
 		}
-		d.Pids, d.Tids = orderRefs(r.cur, r.prev)
+		d.name(r.cur, r.prev)
 		ds = append(ds, d)
 	}
 	return ds

@@ -146,7 +146,7 @@ func toolClaimDiagnoses(a *analysis) []Diagnosis {
 			d.Chain = append(d.Chain, "the tool saw these locks taken in opposite orders by different code paths: two threads running them at once each hold one and wait for the other")
 		}
 		d.Evidence = append(d.Evidence, "a detector's report, not a thread dump: it says where the locks were taken, not that every thread is stuck; a dump of all threads (gdb `thread apply all bt`) while it hangs would show the cycle itself")
-		d.Pids, d.Tids = orderRefs(refs...)
+		d.name(refs...)
 		ds = append(ds, d)
 	}
 	return ds

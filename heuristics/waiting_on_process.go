@@ -177,7 +177,7 @@ func linkedDiagnosis(a *analysis, stuck map[int]*stuckProc, all []procWait) Diag
 			d.Chain = append(d.Chain, subject(w.from)+" "+w.link())
 		}
 	}
-	d.Pids, d.Tids = orderRefs(refs...)
+	d.name(refs...)
 	if rs != nil && rs.ring == nil {
 		d.Chain = append(d.Chain, fmt.Sprintf("%s is stuck in %s: %s", whoProc(root), rs.id, rs.what))
 		for _, tid := range rs.tids {
@@ -337,7 +337,7 @@ func calmChildDiagnosis(a *analysis, p *stacks.Process, ws []procWait, unsampled
 		}
 		states = append(states, fmt.Sprintf("%s %s", whoProc(w.to), state))
 	}
-	d.Pids, d.Tids = orderRefs(refs...)
+	d.name(refs...)
 	for _, w := range kids {
 		d.Pids = appendNew(d.Pids, w.to.Pid)
 	}
