@@ -23,6 +23,13 @@ func parseDump(t *testing.T, text string) *stacks.Snapshot {
 	return snap
 }
 
+// pollLoopSleep is a program's own poll loop sleeping in usleep: a sleep,
+// with the code that called it shown.
+const pollLoopSleep = "#0  0x00007f0000001000 in nanosleep () from /lib64/libc.so.6\n" +
+	"#1  0x00007f0000001100 in usleep () from /lib64/libc.so.6\n" +
+	"#2  0x0000000000402000 in poll_loop ()\n" +
+	"#3  0x0000000000403000 in main ()\n"
+
 // A spin lock's slow path that backs off in nanosleep is a lock wait in
 // one sample: the thread is not sleeping on a timer.
 func TestSpinLockBackoffSleepIsLockWait(t *testing.T) {
@@ -38,11 +45,7 @@ func TestSpinLockBackoffSleepIsLockWait(t *testing.T) {
 		t.Errorf("a spin lock's back-off read as %s: %s", d.ID, d.Summary)
 	}
 	// a sleep called by the program's own loop stays a sleep
-	plain := parseDump(t, "#0  0x00007f0000001000 in nanosleep () from /lib64/libc.so.6\n"+
-		"#1  0x00007f0000001100 in usleep () from /lib64/libc.so.6\n"+
-		"#2  0x0000000000402000 in poll_loop ()\n"+
-		"#3  0x0000000000403000 in main ()\n")
-	if d, ok := top(plain); !ok || d.ID != "sleeping" {
+	if d, ok := top(parseDump(t, pollLoopSleep)); !ok || d.ID != "sleeping" {
 		t.Errorf("a poll loop's usleep: top %s, want sleeping", d.ID)
 	}
 }
@@ -129,10 +132,7 @@ func TestSleepingFromOneFrameIsLow(t *testing.T) {
 	if !ok || d.ID != "sleeping" || d.Confidence != Low {
 		t.Fatalf("info threads table: top %s (%s), want sleeping (low)", d.ID, d.Confidence)
 	}
-	full := parseDump(t, "#0  0x00007f0000001000 in nanosleep () from /lib64/libc.so.6\n"+
-		"#1  0x00007f0000001100 in usleep () from /lib64/libc.so.6\n"+
-		"#2  0x0000000000402000 in poll_loop ()\n#3  0x0000000000403000 in main ()\n")
-	if d, ok := top(full); !ok || d.ID != "sleeping" || d.Confidence != Medium {
+	if d, ok := top(parseDump(t, pollLoopSleep)); !ok || d.ID != "sleeping" || d.Confidence != Medium {
 		t.Errorf("a sleep with its callers: top %s (%s), want sleeping (medium)", d.ID, d.Confidence)
 	}
 }
