@@ -24,7 +24,7 @@ import (
 var (
 	beginGoroutineRE = regexp.MustCompile(`^goroutine \d+ (?:gp=0x[0-9a-f]+ m=(?:\d+|nil) (?:mp=0x[0-9a-f]+ )?)?\[[^\]]{1,200}\]:$`)
 	beginLLDBRE      = regexp.MustCompile(`^\* thread #\d+(?:, (?:name|queue|tid|stop reason) = |: tid = )|^Process \d+ stopped$`)
-	beginEUStackRE   = regexp.MustCompile(`^PID \d+ - process$`)
+	beginEUStackRE   = regexp.MustCompile(`^PID \d+ - process(?: module memory map)?$`) // -v prints the map first
 	beginFaultRE     = regexp.MustCompile(`^(?:Fatal Python error: |(?:Current thread|Thread) 0x[0-9a-fA-F]+(?: \[.*\])? \(most recent call first\):$|Timeout \(\d+:\d\d:\d\d(?:\.\d+)?\)!$)`)
 	beginPySpyRE     = regexp.MustCompile(`^Process \d+: \S`)
 	beginSpindumpRE  = regexp.MustCompile(`^(?:Date/Time:\s+\d{4}-|Process:\s+\S.* \[\d+\]$|Heaviest stack for the )`)
@@ -36,6 +36,7 @@ var (
 	gdbNewLWPRE      = regexp.MustCompile(`^\[New (?:LWP \d+|Thread 0x[0-9a-f]+ \(LWP \d+\))\]$`)
 	faultEventRE     = regexp.MustCompile(`^(?:Fatal Python error: |Stack \(most recent call first\):$)`)
 	faultHeaderRE    = regexp.MustCompile(`^(?:Current thread|Thread) (0x[0-9a-fA-F]+)(?: \[.*\])? \(most recent call first\):$`)
+	jDeadlockRE      = regexp.MustCompile(`^[#*\s]*Found (?:one|\d+) Java-level deadlocks?:`)
 	gdbDetachedRE    = regexp.MustCompile(`^\[Inferior \d+ \(process \d+\) detached\]$|^Detaching from program: `)
 )
 
@@ -178,6 +179,13 @@ func repeatKey(format, t string) string {
 		if strings.HasPrefix(t, "Full thread dump ") {
 			return "full"
 		}
+		if strings.Contains(t, " Java-level deadlock") && jDeadlockRE.MatchString(t) {
+			return "found" // the deadlock summary: one a dump (after its threads, or pasted alone)
+		}
+	case "go-deadlock":
+		if strings.HasPrefix(t, "POTENTIAL DEADLOCK:") {
+			return "report" // one a detection: another report is another observation
+		}
 	case "crash-report":
 		if m := crThreadRE.FindStringSubmatch(t); m != nil && m[4] == "" {
 			return m[1]
@@ -250,6 +258,9 @@ func (g *pieceIDs) cut(format, t string) bool {
 	}
 	if format == "lldb" {
 		return g.cutLLDB(t)
+	}
+	if format == "py-spy" && t == "]" {
+		g.content = true // the end of a --json array
 	}
 	if format == "crash-report" && (strings.HasPrefix(t, "Process:") || strings.HasPrefix(t, "Incident Identifier:") || strings.HasPrefix(t, "Exception Type:")) {
 		again := g.content && g.seen != nil
@@ -446,8 +457,8 @@ func (p *piece) advance() bool {
 			b = "spindump" // past a sample report's call graph, its header lines are another report's
 		}
 		switch {
-		case p.lines > 0 && b == "hangdoc-json" && p.format.Name == b && p.ids.content:
-			p.next, p.ended = p.format, true // a second snapshot
+		case p.lines > 0 && (b == "hangdoc-json" || b == "py-spy" && t == "[") && p.format.Name == b && p.ids.content:
+			p.next, p.ended = p.format, true // a second snapshot, a second py-spy --json array
 			return false
 		case p.lines > 0 && b != "" && b != p.format.Name:
 			p.next, p.ended = p.src.detectAt(b), true
