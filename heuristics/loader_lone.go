@@ -2,6 +2,7 @@ package heuristics
 
 import (
 	"fmt"
+	"path"
 	"strings"
 
 	"github.com/hangdoc/hangdoc/stacks"
@@ -79,11 +80,28 @@ func askerAgain(st []stacks.Frame, caller int, strict bool) int {
 		return -1
 	}
 	for j := caller + 1; j < len(st); j++ {
-		if f := st[j]; funcKey(f) == k && (f.File == "" || asker.File == "" || f.File == asker.File) {
+		if f := st[j]; funcKey(f) == k && sameSourceFile(f.File, asker.File) {
 			return j
 		}
 	}
 	return -1
+}
+
+// sameSourceFile: two frames of one function name may be the same
+// function, by the files their lines are in: unknown, or the same file,
+// or a header (an inlined callee's line, the lock's own header in one
+// frame and another header in the other, says nothing of the function's
+// file).
+func sameSourceFile(a, b string) bool {
+	return a == "" || b == "" || a == b || headerFile(a) || headerFile(b)
+}
+
+func headerFile(f string) bool {
+	switch path.Ext(f) {
+	case ".h", ".hh", ".hpp", ".hxx", ".inc", ".inl", ".tcc":
+		return true
+	}
+	return false
 }
 
 // atStartup: the loader frames are the program's start (ld.so running

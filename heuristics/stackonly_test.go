@@ -302,6 +302,20 @@ func TestReentryOnStack(t *testing.T) {
 	}
 	has(t, "chain", strings.Join(d.Chain, "\n"), "getHeap()::buf", "constructing that static")
 
+	// The files of the two frames: a header is where an inlined callee's
+	// line is (gperftools#304: spinlock.h and symbolize.h), not the
+	// function's own file; two source files are two functions.
+	inlined := thread(903, "main", append(mutexFrames("Registry::add", "Registry::load"), "Registry::add", "main")...)
+	inlined.Stack[3].File, inlined.Stack[5].File = "src/base/spinlock.h", "src/symbolize.h"
+	if d := one(t, "self-deadlock", pasted(proc(903, inlined))); d.Confidence != Medium {
+		t.Errorf("asker again, lines in headers: confidence %s, want medium", d.Confidence)
+	}
+	twoFiles := thread(904, "main", append(mutexFrames("add", "load"), "add", "main")...)
+	twoFiles.Stack[3].File, twoFiles.Stack[5].File = "registry.c", "cache.c"
+	if d := one(t, "self-deadlock", pasted(proc(904, twoFiles))); d.Confidence != Low {
+		t.Errorf("two static functions of one name in two files: confidence %s, want low", d.Confidence)
+	}
+
 	plain := thread(902, "main", mutexFrames("Registry::add", "main")...)
 	if d := one(t, "self-deadlock", pasted(proc(902, plain))); d.Confidence != Low {
 		t.Errorf("no re-entry on the stack: confidence %s, want low", d.Confidence)

@@ -38,6 +38,10 @@ var (
 	flSymsRE     = regexp.MustCompile(`^(?:\[\d+\]\s+)?(\S+)\(([^()\s]*?)(?:\+0x[0-9a-fA-F]+)?\) \[0x([0-9a-fA-F]+)\]$`) // glibc's backtrace_symbols
 	flRustRE     = regexp.MustCompile(`^\d+:\s+(?:0x([0-9a-fA-F]+) - )?(\S.*?)(?:::h[0-9a-f]{16})?$`)
 	flFileOnlyRE = regexp.MustCompile(`^File: '(\S+?):(\d+)'$`)
+	// gdb's `info line *ADDR` answer, one a frame when a reporter had
+	// only addresses: "0x560ed is in je_malloc_mutex_lock_slow
+	// (include/jemalloc/internal/atomic.h:69)."
+	flInfoLineRE = regexp.MustCompile(`^0x([0-9a-fA-F]+) is in (\S+) \((\S+?):(\d+)\)\.?$`)
 	// a frame of a hand-written tree with a file:line column and the
 	// reader's words after it: "lock(&lock_trace) rtkcmn.c:2772  first lock"
 	flColsRE    = regexp.MustCompile(`^([A-Za-z_][\w:.~]*)\((.*?)\)\s+(\S+\.\w+):(\d+)(?:\s{2,}(\S.*))?$`)
@@ -98,6 +102,11 @@ func frameListLine(t string) (Frame, bool) {
 	if m := flColsRE.FindStringSubmatch(t); m != nil {
 		line, _ := strconv.Atoi(m[4])
 		return Frame{Func: m[1], File: m[3], Line: line, Args: sourceCallArgs(m[2])}, true
+	}
+	if m := flInfoLineRE.FindStringSubmatch(t); m != nil {
+		off, _ := strconv.ParseUint(m[1], 16, 64)
+		line, _ := strconv.Atoi(m[4])
+		return Frame{Func: m[2], File: m[3], Line: line, Offset: off}, true
 	}
 	if m := flFileOnlyRE.FindStringSubmatch(t); m != nil {
 		line, _ := strconv.Atoi(m[2])

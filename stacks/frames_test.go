@@ -1,6 +1,9 @@
 package stacks
 
 import (
+	"bytes"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -70,5 +73,25 @@ func TestFramesReturnedCalls(t *testing.T) {
 	}
 	if got := sourceCallArgs("f(a, g(b, c)), &x"); len(got) != 2 || got[0].Value != "f(a, g(b, c))" || got[1].Value != "&x" {
 		t.Errorf("sourceCallArgs %+v", got)
+	}
+}
+
+// TestFramesInfoLine: gdb's `info line *ADDR` answers pasted one a frame
+// (jemalloc#2402's real paste) are frames, and the repair step does not
+// join them as wrapped lines though they are 72-80 columns wide.
+func TestFramesInfoLine(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "testdata", "corpus", "gdbinfoline-jemalloc-2402-fork-child-extent-split-lock", "dump.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, _, _, err := Parse(bytes.NewReader(b), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	th := snap.Processes[0].Threads[0]
+	checkFuncs(t, "info line", th.Stack, "je_malloc_mutex_lock_slow", "extent_split_impl", "extent_split_interior", "extent_recycle",
+		"je_extents_alloc", "je_arena_tcache_fill_small", "je_tcache_alloc_small_hard", "calloc")
+	if f := th.Stack[2]; f.File != "src/extent.c" || f.Line != 972 || f.Offset != 0x4af8f {
+		t.Errorf("frame 2 %+v", f)
 	}
 }

@@ -201,7 +201,7 @@ var (
 	htmlTagRE    = regexp.MustCompile(`^</?(?:details|summary|pre|code|p|br|blockquote|div)(?:\s[^<>]*)?/?>`)
 	chainSepRE   = regexp.MustCompile(`\s*(?:->|→|<-|←)\s*`)
 	chainFuncRE  = regexp.MustCompile(`^[A-Za-z_][\w:.~<>$()*\[\]]*(?:\+0x[0-9a-f]+)?$`)
-	wrapStartRE  = regexp.MustCompile(`^(?:#\d+\s|\d+\s{2,}\S|Thread |thread #|\* thread|frame #|goroutine \d|File "|PID |TID |Process \d|created by |Traceback|Current thread|\d+ @ 0x|---|===|\[|\{|\}|"|</?[a-z])`)
+	wrapStartRE  = regexp.MustCompile(`^(?:#\d+\s|\d+\s{2,}\S|Thread |thread #|\* thread|frame #|goroutine \d|File "|PID |TID |Process \d|created by |Traceback|Current thread|\d+ @ 0x|0x[0-9a-fA-F]+ is in |---|===|\[|\{|\}|"|</?[a-z])`)
 	hexTailRE    = regexp.MustCompile(`0x[0-9a-fA-F]*$`) // an address cut in two
 	hexHeadRE    = regexp.MustCompile(`^[0-9a-fA-F]+(?:\s|$)`)
 	wrapFrameRE  = regexp.MustCompile(`^\s*(?:#\d+\s|\* frame #|frame #|File "|at )|\.go:\d+|\.(?:c|cc|cpp|h|py|rs):\d|0x[0-9a-f]{6,}`)
