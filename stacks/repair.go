@@ -527,8 +527,8 @@ func (rp *repairer) unwrap(l repLine) repLine {
 		if nt == "" || nt[0] == ' ' || nt[0] == '\t' || len(nt) > 80 || wrapStartRE.MatchString(nt) || abridgeRE.MatchString(nt) {
 			return l
 		}
-		if _, ok := processHeading(strings.TrimSpace(nt)); ok {
-			return l // the next process's heading after a cut frame
+		if beginsOwn(nt) {
+			return l // the next dump after a frame as wide as a wrap
 		}
 		if c := nt[0]; (c == '-' || c == '=' || c == '>' || c == 0xe2) && leadArrowRE.MatchString(nt) {
 			return l // a line a reader marked with an arrow is a line of its own
@@ -547,6 +547,20 @@ func (rp *repairer) unwrap(l repLine) repLine {
 		rp.fixed(l.no, "lines wrapped at 72–80 columns joined")
 	}
 	return l
+}
+
+// beginsOwn says whether line s begins a dump (split.go) or names the
+// process whose dump follows (procheading.go): the next dump after a
+// paste cut mid-frame, never the rest of that frame.
+func beginsOwn(s string) bool {
+	t := strings.TrimSpace(s)
+	if t == "" {
+		return false
+	}
+	if _, ok := processHeading(t); ok {
+		return true
+	}
+	return begins(t, "", "(wrap)") != ""
 }
 
 // chain reads a hand-written call chain ("main -> run -> lock" or

@@ -92,9 +92,9 @@ var representatives = []string{
 // and gdb's prompt after another format were told, 95.9% before; of 1706
 // pairs 98.9% after a second py-spy --json array, jstack deadlock summary
 // or go-deadlock report, Go's panic/SIGQUIT lines and eu-stack -v's
-// module map header were told, 97.5% before); the misses are pairs cut at
-// the wrong line (a paste cut mid-frame, whose next line is read as its
-// own), a faulthandler Timeout repeat pasted twice (the same threads: read
+// module map header were told, 97.5% before; 99.2% once a frame cut at
+// a paste's end, or as wide as a wrap, no longer took the next dump's
+// first line for its rest); the misses are a faulthandler Timeout repeat pasted twice (the same threads: read
 // as more samples of one process), a gdb py-bt excerpt before another gdb
 // session.
 const pairFloor = 0.98
