@@ -93,6 +93,10 @@ type gdbParser struct {
 	skipped skipList
 	anyAddr bool                  // some frame shows an address: inlined frames can be told
 	frames  memo[gdbFrame]        // frame texts parsed so far (share.go)
+	// texts, copied once each: a thread's first frame (rawFirst) and
+	// name, which would otherwise each hold their whole input line
+	// (about 20 MB of a 100 MB dump's, until the end of the parse)
+	texts memo[string]
 	rows    map[string]*gdbThread // `info threads` rows by gdb's thread number
 	curRow  *gdbThread            // the row marked `*`, gdb's current thread
 	// scratch buffers for the frames of the thread being read (seal)
@@ -539,11 +543,12 @@ func (p *gdbParser) skip(no int, why string) { p.skipped.addAfter(no, p.prevText
 func (p *gdbParser) header(l textLine, m []string) {
 	gt := &gdbThread{t: &Thread{}, header: true, lastNo: -1}
 	if m != nil {
-		gt.gdbNo = m[1]
+		gt.gdbNo = strings.Clone(m[1]) // not a piece of its line, which it would keep
 		gt.chain = m[2] == chainHeader || m[2] == numberedChainHeader
 		gt.chainLine = l.no
 		gt.ownNo = m[2] != chainHeader
 		gt.t.Tid, gt.t.Name = parseLWP(m[2])
+		gt.t.Name = p.text(gt.t.Name)
 		if row := p.tableRow(gt.gdbNo, gt.t.Tid); row != nil {
 			// the backtrace of a thread `info threads` listed: its frames
 			// replace the row's one
@@ -572,6 +577,14 @@ func (p *gdbParser) header(l textLine, m []string) {
 	p.seal(p.cur)
 	p.threads = append(p.threads, gt)
 	p.cur = gt
+}
+
+// text returns s copied out of its line, the same copy for equal texts.
+func (p *gdbParser) text(s string) string {
+	if s == "" {
+		return ""
+	}
+	return p.texts.get(s, func(k string) string { return k })
 }
 
 // infoThreads reads a line of gdb's `info threads` table: its column
@@ -765,7 +778,7 @@ func (p *gdbParser) frame(l textLine, numStr, body string, cut bool) {
 		gt = p.implicitThread()
 	}
 	if len(gt.t.Stack) == 0 {
-		gt.rawFirst = body
+		gt.rawFirst = p.text(body)
 		for _, n := range p.pendingNotes {
 			p.threadNote(gt, n)
 		}

@@ -53,6 +53,8 @@ func begins(t, next, cur string) string {
 		return ""
 	case cur == "goroutines" && strings.HasPrefix(t, "goroutine ") && !strings.HasPrefix(t, "goroutine profile:"):
 		return cur // the next goroutine's header, as most lines of a large dump (no regexp run)
+	case cur == "gdb" && t[0] == '#' && len(t) > 1 && isDigit(t[1]):
+		return "" // a frame of the gdb dump being read, as most of its lines: no format begins with a frame number
 	case t == "{":
 		if strings.HasPrefix(strings.TrimSpace(next1), `"schema": "hangdoc/`) {
 			return "hangdoc-json"
@@ -277,8 +279,11 @@ func (g *pieceIDs) cut(format, t string) bool {
 	if g.seen == nil {
 		g.seen = map[string]bool{}
 	}
-	again := g.seen[key] && !g.samples || g.detached && g.content
-	g.seen[key] = true
+	have := g.seen[key]
+	again := have && !g.samples || g.detached && g.content
+	if !have {
+		g.seen[strings.Clone(key)] = true // a copy: the key is a piece of its line, which it would keep
+	}
 	g.content = true
 	return again
 }

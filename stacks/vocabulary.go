@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // The frame vocabulary: what a frame means (it takes a lock, waits on a
@@ -108,6 +109,8 @@ type Vocabulary struct {
 	exact map[string]*VocabRow
 	globs []vocabGlob
 	memo  sync.Map // FuncKey → *VocabRow (nil: no row)
+	// recent answers a name Lookup was just asked, by where its bytes are
+	recent [recentSlots]atomic.Pointer[recentRow]
 	// holding are the families of the rows of RoleHolds.
 	holding map[string]bool
 }
@@ -243,7 +246,12 @@ func (v *Vocabulary) Lookup(name string) *VocabRow {
 	if name == "" {
 		return nil
 	}
+	slot := &v.recent[recentSlot(name)]
+	if e := slot.Load(); e != nil && e.name == name {
+		return e.row
+	}
 	if r, ok := v.memo.Load(name); ok {
+		slot.Store(&recentRow{name, r.(*VocabRow)})
 		return r.(*VocabRow)
 	}
 	k := FuncKey(name)
@@ -260,7 +268,25 @@ func (v *Vocabulary) Lookup(name string) *VocabRow {
 		r = v.exact[CallName(name)]
 	}
 	v.memo.Store(name, r)
+	slot.Store(&recentRow{name, r})
 	return r
+}
+
+// The heuristics ask Lookup about every frame of every thread, and a
+// parser shares the strings of a frame it has seen (share.go): a slot
+// chosen by where the name's bytes are answers a repeated name without
+// hashing it (sync.Map hashes the whole name, through an interface).
+// A name whose bytes are elsewhere only misses the slot.
+type recentRow struct {
+	name string
+	row  *VocabRow
+}
+
+const recentSlots = 1 << 12
+
+func recentSlot(name string) uintptr {
+	p := uintptr(unsafe.Pointer(unsafe.StringData(name)))
+	return (p>>3 ^ p>>15 ^ uintptr(len(name))) & (recentSlots - 1)
 }
 
 // Call returns the row of a system call by its name (attach's syscall
