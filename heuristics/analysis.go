@@ -219,11 +219,24 @@ func (a *analysis) graphConfidence(ps ...*stacks.Process) string {
 // a paste of a jstack dump and a gdb one has owners for the first only.
 func (a *analysis) diagEvidence(d Diagnosis) stacks.Evidence {
 	var ps []*stacks.Process
+	var tids map[int]bool // a set: a leak's diagnosis names thousands, and a process has as many threads
+	if len(d.Tids) > 8 {
+		tids = make(map[int]bool, len(d.Tids))
+		for _, t := range d.Tids {
+			tids[t] = true
+		}
+	}
+	named := func(t *stacks.Thread) bool {
+		if tids != nil {
+			return tids[t.Tid]
+		}
+		return slices.Contains(d.Tids, t.Tid)
+	}
 	for _, p := range a.Snap.Processes {
 		if !d.about(p) {
 			continue
 		}
-		if len(d.Tids) == 0 || slices.ContainsFunc(p.Threads, func(t *stacks.Thread) bool { return slices.Contains(d.Tids, t.Tid) }) {
+		if len(d.Tids) == 0 || slices.ContainsFunc(p.Threads, named) {
 			ps = append(ps, p)
 		}
 	}

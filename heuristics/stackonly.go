@@ -634,11 +634,11 @@ var evidenceWords = map[string]string{
 func noteAbsentEvidence(a *analysis, ds []Diagnosis) {
 	for i := range ds {
 		d := &ds[i]
-		e := a.diagEvidence(*d)
-		have := map[string]bool{"owners": e.Owners, "lineage": e.Lineage, "cpu": e.CPU}
 		if !d.Deadlock || goroutineDiagnosis(a, *d) {
 			continue // Go's mutexes record no owner: no attach would read one
 		}
+		e := a.diagEvidence(*d) // only now: it reads every thread of the diagnosis's processes
+		have := map[string]bool{"owners": e.Owners, "lineage": e.Lineage, "cpu": e.CPU}
 		var missing []string
 		sig := Lookup(d.ID)
 		if sig == nil {

@@ -53,6 +53,8 @@ func begins(t, next, cur string) string {
 		return ""
 	case cur == "goroutines" && strings.HasPrefix(t, "goroutine ") && !strings.HasPrefix(t, "goroutine profile:"):
 		return cur // the next goroutine's header, as most lines of a large dump (no regexp run)
+	case cur == "goroutines" && t[0] == '/':
+		return "" // a frame's file line, half the lines of a goroutine dump: no format begins with a path
 	case cur == "gdb" && t[0] == '#' && len(t) > 1 && isDigit(t[1]):
 		return "" // a frame of the gdb dump being read, as most of its lines: no format begins with a frame number
 	case t == "{":
