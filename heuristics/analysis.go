@@ -120,10 +120,10 @@ func (a *analysis) threadIn(p *stacks.Process, tid int) (ThreadRef, bool) {
 }
 
 // DiagThread returns the thread with the given tid among a diagnosis's
-// processes (Diagnosis.about; any process when it names none).
+// processes (Diagnosis.About; any process when it names none).
 func (a *analysis) DiagThread(d *Diagnosis, tid int) (ThreadRef, bool) {
 	for _, r := range a.threads[tid] {
-		if len(d.Pids) == 0 || d.about(r.Proc) {
+		if len(d.Pids) == 0 || d.About(r.Proc) {
 			return r, true
 		}
 	}
@@ -132,12 +132,12 @@ func (a *analysis) DiagThread(d *Diagnosis, tid int) (ThreadRef, bool) {
 
 // diagProcs are a diagnosis's processes, one for each pid it names, in
 // its order: the first process of the pid that it is about
-// (Diagnosis.about).
+// (Diagnosis.About).
 func (a *analysis) diagProcs(d *Diagnosis) []*stacks.Process {
 	var ps []*stacks.Process
 	for _, pid := range d.Pids {
 		for _, p := range a.Snap.Processes {
-			if p.Pid == pid && d.about(p) {
+			if p.Pid == pid && d.About(p) {
 				ps = append(ps, p)
 				break
 			}
@@ -233,7 +233,7 @@ func (a *analysis) diagEvidence(d Diagnosis) stacks.Evidence {
 		return slices.Contains(d.Tids, t.Tid)
 	}
 	for _, p := range a.Snap.Processes {
-		if !d.about(p) {
+		if !d.About(p) {
 			continue
 		}
 		if len(d.Tids) == 0 || slices.ContainsFunc(p.Threads, named) {

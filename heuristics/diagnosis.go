@@ -51,10 +51,19 @@ func (d *Diagnosis) name(refs ...ThreadRef) {
 	}
 }
 
-// about says whether the diagnosis is about process p: one of the
+// nameIn makes the diagnosis about process p and, of its threads, the
+// given tids: the verdicts about one process (io-wait, sleeping,
+// stopped...), which name it before or without its threads.
+func (d *Diagnosis) nameIn(p *stacks.Process, tids ...int) {
+	d.Pids, d.Tids, d.procs = []int{p.Pid}, append([]int{}, tids...), []*stacks.Process{p}
+}
+
+// About says whether the diagnosis is about process p: one of the
 // processes it was named from, or, for a pid none of those has (a fork
-// parent added by pid alone), any process of a pid it names.
-func (d *Diagnosis) about(p *stacks.Process) bool {
+// parent added by pid alone), any process of a pid it names. A paste's
+// processes may share a pid and tids, so a renderer asks this rather
+// than matching Pids.
+func (d *Diagnosis) About(p *stacks.Process) bool {
 	if slices.Contains(d.procs, p) {
 		return true
 	}

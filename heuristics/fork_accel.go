@@ -233,13 +233,14 @@ func forkAccelDiagnosis(a *analysis, p *stacks.Process, stuck []stuckInDriver, f
 	}
 	d := Diagnosis{
 		Confidence: conf,
-		Pids:       []int{p.Pid, p.Fork.ParentPid},
 		Deadlock:   true,
 		Refs: []string{
 			"https://man7.org/linux/man-pages/man2/fork.2.html",
 			"https://docs.python.org/3/library/multiprocessing.html#contexts-and-start-methods",
 		},
 	}
+	d.nameIn(p)
+	d.Pids = append(d.Pids, p.Fork.ParentPid) // the parent, by pid alone: it may not be in the paste
 	for _, x := range stuck {
 		d.Tids = append(d.Tids, x.f.t.Tid)
 	}

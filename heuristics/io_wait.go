@@ -60,7 +60,8 @@ func ioWaitDiagnosis(a *analysis, p *stacks.Process, all []threadFacts) Diagnosi
 		}
 	}
 	f := io[0]
-	d := Diagnosis{Confidence: High, Pids: []int{p.Pid}, Tids: factTids(io), Deadlock: false, Refs: []string{}}
+	d := Diagnosis{Confidence: High, Deadlock: false, Refs: []string{}}
+	d.nameIn(p, factTids(io)...)
 	kernel := true
 	for _, x := range io {
 		if x.lastWait() == nil {

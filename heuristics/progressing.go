@@ -38,12 +38,11 @@ func progressingDiagnosis(a *analysis, p *stacks.Process, all []threadFacts) Dia
 	cpuKnown := a.Snap.Evidence.CPU && samples >= 2
 	d := Diagnosis{
 		Confidence: High,
-		Pids:       []int{p.Pid},
-		Tids:       factTids(working),
 		Deadlock:   false,
 		Refs:       []string{},
 		Evidence:   []string{},
 	}
+	d.nameIn(p, factTids(working)...)
 	if samples < 2 {
 		d.Confidence = Low
 	}

@@ -32,7 +32,8 @@ func sleepingDiagnosis(p *stacks.Process, all []threadFacts) Diagnosis {
 			sl = append(sl, f)
 		}
 	}
-	d := Diagnosis{Confidence: High, Pids: []int{p.Pid}, Tids: factTids(sl), Deadlock: false, Refs: []string{}}
+	d := Diagnosis{Confidence: High, Deadlock: false, Refs: []string{}}
+	d.nameIn(p, factTids(sl)...)
 	var names []string
 	calls := map[string]bool{}
 	var callList []string

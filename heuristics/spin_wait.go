@@ -185,7 +185,8 @@ func knownSpin(a *analysis, t *stacks.Thread) bool {
 		return false
 	}
 	for i := range a.rules {
-		d := Diagnosis{ID: "spin-wait-starved", Pids: []int{ref.Proc.Pid}, Tids: []int{t.Tid}}
+		d := Diagnosis{ID: "spin-wait-starved"}
+		d.nameIn(ref.Proc, t.Tid)
 		if _, ok := a.rules[i].match(a, &d); ok {
 			return true
 		}
@@ -298,10 +299,10 @@ func spinDiagnosis(a *analysis, p *stacks.Process, spins []spinner, others []thr
 	}
 	d := Diagnosis{
 		Confidence: conf,
-		Pids:       []int{p.Pid},
 		Deadlock:   true,
 		Refs:       []string{},
 	}
+	d.nameIn(p)
 	for _, sp := range spins {
 		d.Tids = append(d.Tids, sp.f.t.Tid)
 	}

@@ -198,7 +198,8 @@ func (a *analysis) loneWaiterOf(p *stacks.Process) (loneWaiter, bool) {
 			if base != "self-deadlock" && !fork || fork && a.Snap.Evidence.Lineage {
 				continue
 			}
-			d := Diagnosis{ID: base, Pids: []int{p.Pid}, Tids: []int{t.Tid}}
+			d := Diagnosis{ID: base}
+			d.nameIn(p, t.Tid)
 			if _, ok := r.match(a, &d); ok {
 				lw.id, lw.rule = base, r
 				return lw, true
@@ -401,7 +402,8 @@ func knownSelfRelock(a *analysis, ref ThreadRef) *Rule {
 		if !slices.Contains(r.Base, "self-deadlock") {
 			continue
 		}
-		d := Diagnosis{ID: "self-deadlock", Pids: []int{ref.Proc.Pid}, Tids: []int{ref.Thread.Tid}}
+		d := Diagnosis{ID: "self-deadlock"}
+		d.name(ref)
 		if _, ok := r.match(a, &d); ok {
 			return r
 		}

@@ -55,7 +55,8 @@ func matchStopped(a *analysis) []Diagnosis {
 }
 
 func stoppedDiagnosis(p *stacks.Process) Diagnosis {
-	d := Diagnosis{Confidence: High, Pids: []int{p.Pid}, Tids: []int{}, Deadlock: true, Refs: []string{}}
+	d := Diagnosis{Confidence: High, Deadlock: true, Refs: []string{}}
+	d.nameIn(p)
 	stop := p.Stop
 	if stop == nil {
 		stop = &stacks.Stop{}

@@ -172,7 +172,9 @@ var processWaitLabel = map[string]string{
 
 // hotThreads are the threads whose waits the top diagnosis is about: the
 // threads of each cycle it names, or, when it names none, the threads it
-// names. Verdicts that are not a hang draw nothing hot.
+// names. A thread is named by its tid in a process the diagnosis is about
+// (Diagnosis.About): a paste's processes may share a pid and tids.
+// Verdicts that are not a hang draw nothing hot.
 func hotThreads(res *heuristics.Result) map[*stacks.Thread]bool {
 	diags := res.Diagnoses
 	hot := map[*stacks.Thread]bool{}
@@ -180,14 +182,17 @@ func hotThreads(res *heuristics.Result) map[*stacks.Thread]bool {
 		return hot
 	}
 	d := diags[0]
-	named := map[int]bool{}
+	tids := map[int]bool{} // a Go leak names thousands of goroutines
 	for _, tid := range d.Tids {
-		named[tid] = true
+		tids[tid] = true
+	}
+	named := func(r heuristics.ThreadRef) bool {
+		return tids[r.Thread.Tid] && (len(d.Pids) == 0 || d.About(r.Proc))
 	}
 	for _, c := range res.Cycles {
 		all := true
 		for _, e := range c {
-			all = all && named[e.From.Thread.Tid]
+			all = all && named(e.From)
 		}
 		if all {
 			for _, e := range c {
@@ -198,20 +203,16 @@ func hotThreads(res *heuristics.Result) map[*stacks.Thread]bool {
 	if len(hot) > 0 {
 		return hot
 	}
-	pids := map[int]bool{}
-	for _, pid := range d.Pids {
-		pids[pid] = true
-	}
 	if res.Graph != nil {
 		for _, e := range res.Graph.Edges {
-			if named[e.From.Thread.Tid] && (len(pids) == 0 || pids[e.From.Proc.Pid]) {
+			if named(e.From) {
 				hot[e.From.Thread] = true
 			}
 		}
 	}
 	for _, w := range res.GoWaits {
-		if r := w.Goroutine; named[r.Thread.Tid] && (len(pids) == 0 || pids[r.Proc.Pid]) {
-			hot[r.Thread] = true
+		if named(w.Goroutine) {
+			hot[w.Goroutine.Thread] = true
 		}
 	}
 	return hot
