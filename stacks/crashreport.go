@@ -55,8 +55,15 @@ func sniffCrashReport(head []byte) int {
 }
 
 func beginsCrashReport(t, next string) bool {
-	return strings.HasPrefix(t, "Incident Identifier: ") || strings.HasPrefix(t, "Thread 0 Crashed:")
+	if strings.HasPrefix(t, "Incident Identifier: ") || strings.HasPrefix(t, "Thread 0 Crashed:") {
+		return true
+	}
+	// an excerpt of the thread sections alone: a header over frame 0
+	return strings.HasPrefix(t, "Thread ") && strings.HasPrefix(next, "0 ") && crThreadRE.MatchString(t) && crFrame0RE.MatchString(next)
 }
+
+// crFrame0RE is a thread section's first frame: "0   libsystem_kernel.dylib   0x… __psynch_mutexwait + 8".
+var crFrame0RE = regexp.MustCompile(`^0\s+\S+\s+0x[0-9a-fA-F]+ \S`)
 
 // crashProcessNext says whether a "Process:" line begins a crash report,
 // not a spindump: a crash report's Path is followed by its Identifier.

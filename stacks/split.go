@@ -453,15 +453,16 @@ func (p *piece) advance() bool {
 	t := strings.TrimSpace(l.text)
 	if t != "" {
 		next := ""
-		if t == "{" || t == "[" || isDigit(t[0]) || strings.HasPrefix(t, "Process") || strings.HasPrefix(t, "Traceback ") {
+		if t == "{" || t == "[" || isDigit(t[0]) || strings.HasPrefix(t, "Process") || strings.HasPrefix(t, "Traceback ") ||
+			strings.HasPrefix(t, "Thread ") && strings.IndexByte(t, '(') < 0 { // a crash report's section, not gdb's header
 			next = p.src.nextText(0)
 		}
 		b := ""
 		if !p.forced {
 			b = begins(t, next, p.format.Name)
 		}
-		if b == "" && p.format.Name == "sample" && p.ids.content && beginSpindumpRE.MatchString(t) {
-			b = "spindump" // past a sample report's call graph, its header lines are another report's
+		if b == "" && (p.format.Name == "sample" || p.format.Name == "crash-report") && p.ids.content && beginSpindumpRE.MatchString(t) {
+			b = "spindump" // past a report's call graph or threads, its header lines are another report's
 		}
 		switch {
 		case p.lines > 0 && (b == "hangdoc-json" || b == "py-spy" && t == "[") && p.format.Name == b && p.ids.content:

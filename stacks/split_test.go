@@ -94,9 +94,10 @@ var representatives = []string{
 // or go-deadlock report, Go's panic/SIGQUIT lines and eu-stack -v's
 // module map header were told, 97.5% before; 99.2% once a frame cut at
 // a paste's end, or as wide as a wrap, no longer took the next dump's
-// first line for its rest); the misses are a faulthandler Timeout repeat pasted twice (the same threads: read
-// as more samples of one process), a gdb py-bt excerpt before another gdb
-// session.
+// first line for its rest); the misses are a faulthandler Timeout
+// repeat pasted twice (the same threads: read as more samples of one
+// process), a gdb py-bt excerpt before another gdb session, a
+// hand-drawn call tree before a gdb dump.
 const pairFloor = 0.98
 
 // TestConcatenatedDumps: two dumps pasted one after the other are read as
@@ -191,4 +192,33 @@ func containsAll(have, want []string) bool {
 		left = slices.Delete(left, i, i+1)
 	}
 	return true
+}
+
+// TestMacOSReportPairs: every pair of a crash report and a spindump or
+// sample report, in either order, reads as both processes: a crash
+// report's threads, then another report's Date/Time header, are two
+// reports; a spindump, then a crash report's thread sections alone (an
+// excerpt), too.
+func TestMacOSReportPairs(t *testing.T) {
+	var crash, other []storedDump
+	for _, d := range dumpsAlone(t) {
+		switch {
+		case strings.HasPrefix(d.name, "crash-report/"):
+			crash = append(crash, d)
+		case strings.HasPrefix(d.name, "spindump/") || strings.HasPrefix(d.name, "sample/"):
+			other = append(other, d)
+		}
+	}
+	if len(crash) == 0 || len(other) == 0 {
+		t.Fatalf("%d crash reports, %d spindump and sample reports", len(crash), len(other))
+	}
+	for _, c := range crash {
+		for _, o := range other {
+			for _, msg := range []string{pairProblem(c, o), pairProblem(o, c)} {
+				if msg != "" {
+					t.Error(msg)
+				}
+			}
+		}
+	}
 }
