@@ -194,6 +194,13 @@ func (g *gor) blockedForever() bool {
 	return false
 }
 
+// parkedUnknown: parked in the runtime for a reason the dump hides (a
+// debug=1 profile's "waiting", its runtime frames cut): many at one
+// place are a pile, though no one of them says it is blocked for ever.
+func (g *gor) parkedUnknown() bool {
+	return g.kind == "" && g.g.Status == "waiting"
+}
+
 func (g *gor) label() string {
 	if g.t.Tid == 0 {
 		return "the goroutine whose header the paste cut"

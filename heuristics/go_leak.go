@@ -52,7 +52,7 @@ func goLeaks(gp *goProc) []goLeak {
 	byThread := map[*stacks.Thread]*gor{}
 	var threads []*stacks.Thread
 	for _, g := range users {
-		if g.blockedForever() {
+		if g.blockedForever() || g.parkedUnknown() {
 			byThread[g.t] = g
 			threads = append(threads, g.t)
 		}
@@ -240,15 +240,19 @@ func goLeakDiagnosis(gp *goProc, l goLeak) Diagnosis {
 	}
 	d.Chain = append(d.Chain,
 		fmt.Sprintf("%d of %d goroutines of the program wait here, same stack: %s", n, len(gp.user()),
-			goUserFrames(g.t.Stack, g.wait.Caller, 4)),
-		fmt.Sprintf("%d of them were started by %s", l.created, frameAt(l.creator)),
-		fmt.Sprintf("goroutines %s", goIDRange(l.gs)))
+			goUserFrames(g.t.Stack, g.wait.Caller, 4)))
+	starter := "The goroutines parked there" // a profile does not say who started them
+	if l.creator.Func != "" {
+		d.Chain = append(d.Chain, fmt.Sprintf("%d of them were started by %s", l.created, frameAt(l.creator)))
+		starter = "The goroutines started by " + frameAt(l.creator)
+	}
+	d.Chain = append(d.Chain, fmt.Sprintf("goroutines %s", goIDRange(l.gs)))
 	if l.minutes > 0 {
 		d.Chain = append(d.Chain, fmt.Sprintf("half of them have waited %d minutes or more", l.minutes))
 	}
 	var working []string
 	for _, o := range gp.user() {
-		if !o.blockedForever() {
+		if !o.blockedForever() && !o.parkedUnknown() {
 			working = append(working, o.label()+" "+o.waitText())
 		}
 	}
@@ -257,9 +261,9 @@ func goLeakDiagnosis(gp *goProc, l goLeak) Diagnosis {
 		d.Chain = append(d.Chain, limitList(working, 3)...)
 	}
 	d.Evidence = append(d.Evidence, g.stackLine(), fmt.Sprintf("%d goroutines share this stack (any argument)", n))
-	d.Fix = fmt.Sprintf("The goroutines started by %s never end: give them a way out in %s (select on a "+
+	d.Fix = fmt.Sprintf("%s never end: give them a way out in %s (select on a "+
 		"context's Done channel and cancel it when the request ends, close the channel they wait on, or make "+
-		"the reply channel buffered), and test for leaks with go.uber.org/goleak.", frameAt(l.creator), g.where())
+		"the reply channel buffered), and test for leaks with go.uber.org/goleak.", starter, g.where())
 	return d
 }
 

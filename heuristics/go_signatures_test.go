@@ -402,6 +402,33 @@ func TestGoPastedLeak(t *testing.T) {
 	}
 }
 
+// TestGoProfileLeak (hand-written debug=1 records, in the form of
+// testdata/dumps/pprof-goroutine/abba_debug1.txt): a profile hides the
+// runtime's frames at the top of a stack, so a record whose first
+// addresses are not its first frame shown was parked in the runtime for a
+// reason it does not print. 5000 at one closure are a pile: goroutine-leak
+// (low). Eight idle workers parked alike are not; nor are 5000 whose
+// first frame is their first address (on a CPU, not parked).
+func TestGoProfileLeak(t *testing.T) {
+	profile := func(n int, pcs string) string {
+		return fmt.Sprintf("goroutine profile: total %d\n%d @ %s 0x471041\n"+
+			"#\t0x981c6f\texample.com/timeout.Run.func1+0x4f\t/src/timeout.go:61\n\n"+
+			"1 @ 0x43d2d6 0x4d962f 0x471041\n#\t0x4d962e\tmain.main+0xce\t/src/main.go:31\n", n+1, n, pcs)
+	}
+	parked := "0x43d2d6 0x4079ee 0x40759d 0x981c70"
+	if d := diagnoseGoText(t, profile(5000, parked))[0]; d.ID != "goroutine-leak" || d.Confidence != heuristics.Low ||
+		len(d.Tids) != 5000 || !strings.Contains(d.Summary, "example.com/timeout.Run.func1") {
+		t.Errorf("got %s %s %d: %s", d.ID, d.Confidence, len(d.Tids), d.Summary)
+	}
+	for name, text := range map[string]string{"eight idle workers": profile(8, parked), "on a CPU": profile(5000, "0x981c70")} {
+		for _, d := range diagnoseGoText(t, text) {
+			if d.ID == "goroutine-leak" {
+				t.Errorf("%s: %s %s", name, d.ID, d.Summary)
+			}
+		}
+	}
+}
+
 // TestGoUnknownRWMutex (hand-written abridged pastes: headers with a
 // reader's "# name" after them, frames without addresses): one writer in
 // RWMutex.Lock and a reader in RLock, both for minutes, nothing running:

@@ -28,14 +28,15 @@ func init() {
 
 var (
 	ppTotalRE    = regexp.MustCompile(`^goroutine profile: total (\d+)$`)
-	ppRecordRE   = regexp.MustCompile(`^(\d+) @(?: 0x[0-9a-fA-F]+)+$`)
+	ppRecordRE   = regexp.MustCompile(`^(\d+) @((?: 0x[0-9a-fA-F]+)+)$`)
 	ppFrameRE    = regexp.MustCompile(`^#\s+0x([0-9a-fA-F]+)\s+(\S+?)(?:\+0x[0-9a-fA-F]+)?\s+(\S.*?):(\d+)$`)
 	ppCutFrameRE = regexp.MustCompile(`^#\s+0x([0-9a-fA-F]+)\s+(\S+?)\+0x[0-9a-fA-F]+\s+\S*$`)
 	ppSniffRE    = regexp.MustCompile(`(?m)^[\s>]*goroutine profile: total \d+|^[\s>]*\d+ @ 0x[0-9a-f]+|^[\s>]*#\s+0x[0-9a-f]+\s+\S+\+0x[0-9a-f]+\s`)
 )
 
 // maxProfileGoroutines bounds how many goroutines the records expand to;
-// past it a record counts for one, and a note says so.
+// a record past it counts for what is left of it (one at least), and a
+// note says so.
 const maxProfileGoroutines = 200000
 
 func sniffPprof(head []byte) int {
@@ -65,7 +66,7 @@ func ParsePprofGoroutine(r io.Reader) (*Snapshot, []Skipped, error) {
 			pr.Notes = append(pr.Notes, fmt.Sprintf("line %d: a frame cut mid-way inside its file name: its function is kept, its file and line are not", p.cutLine))
 		}
 		if p.capped {
-			pr.Notes = append(pr.Notes, fmt.Sprintf("more than %d goroutines: each record past that counts for one", maxProfileGoroutines))
+			pr.Notes = append(pr.Notes, fmt.Sprintf("more than %d goroutines: the records past that count for what is left of it, one at least", maxProfileGoroutines))
 		}
 		snap = &Snapshot{Schema: Schema, Source: "pprof-goroutine", Samples: 1, Processes: []*Process{pr}}
 	}
@@ -80,6 +81,7 @@ type ppParser struct {
 	track       lineTrack
 	total, read int
 	count       int
+	pcs         []string // the record's return addresses, innermost first
 	stack       []Frame
 	inRecord    bool
 	nextID      int
@@ -103,6 +105,7 @@ func (p *ppParser) line(l textLine) {
 	if m := ppRecordRE.FindStringSubmatch(t); m != nil {
 		p.end()
 		p.count, _ = strconv.Atoi(m[1])
+		p.pcs = strings.Fields(m[2])
 		p.inRecord = true
 		return
 	}
@@ -141,10 +144,15 @@ func (p *ppParser) end() {
 		st = []Frame{}
 	}
 	status := goStatusOf(st)
+	if status == "" && ppRuntimeHidden(p.pcs, st) {
+		status = "waiting"
+	}
 	n := max(p.count, 1)
 	p.read += p.count
 	if p.nextID+n > maxProfileGoroutines {
-		n, p.capped = 1, true
+		// as many as are left, one at least: a record too large keeps
+		// its lead over the rest
+		n, p.capped = max(maxProfileGoroutines-p.nextID, 1), true
 	}
 	for range n {
 		p.nextID++
@@ -153,6 +161,28 @@ func (p *ppParser) end() {
 			Runtime: &RuntimeThread{Kind: KindGoroutine, ID: p.nextID, Status: status},
 		})
 	}
+}
+
+// ppRuntimeHidden: the record's first addresses are not its first frame
+// shown, so the profile hid runtime frames above it (debug=1 hides the
+// runtime's frames at the top of a stack): the goroutine was in the
+// runtime, parked for a reason the frames do not tell. Its status is then
+// the runtime's own for a parked goroutine with no reason, "waiting".
+// The frames print return addresses less one.
+func ppRuntimeHidden(pcs []string, st []Frame) bool {
+	if len(st) == 0 || st[0].PC == 0 {
+		return false
+	}
+	for i, s := range pcs {
+		pc, err := strconv.ParseUint(strings.TrimPrefix(s, "0x"), 16, 64)
+		if err != nil {
+			return false
+		}
+		if pc == st[0].PC || pc == st[0].PC+1 {
+			return i > 0
+		}
+	}
+	return false // the first frame is not among the addresses: a cut or wrapped record
 }
 
 // goStatusOf gives the wait reason the runtime would print for a stack
