@@ -64,7 +64,7 @@ func TestARM64Cores(t *testing.T) {
 				t.Errorf("arm64 core's verdict %s, its amd64 twin's %s", got, want)
 			}
 			for _, tid := range tids {
-				if len(ds) > 0 && !containsInt(ds[0].Tids, tid) {
+				if len(ds) > 0 && !slices.Contains(ds[0].Tids, tid) {
 					t.Errorf("verdict names threads %v, want %d among them", ds[0].Tids, tid)
 				}
 			}
@@ -149,15 +149,6 @@ func verdictOf(ds []heuristics.Diagnosis) string {
 		return "(none)"
 	}
 	return ds[0].ID + " (" + string(ds[0].Confidence) + ")"
-}
-
-func containsInt(xs []int, x int) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // compareWithGDBCore checks that every thread's frames are gdb's, frame

@@ -37,7 +37,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -95,7 +94,7 @@ func TestCoreMatchesLive(t *testing.T) {
 			target := p.Pid
 			if c.fork {
 				target = p.Int(t, "child")
-				killChildAtEnd(t, p, target)
+				p.KillChildAtEnd(t, target)
 			}
 			live := attachLive(t, target, c.fork)
 			path := patient.Gcore(t, target, t.TempDir())
@@ -129,21 +128,6 @@ func attachLive(t *testing.T, pid int, dropLineage bool) *stacks.Snapshot {
 		}
 	}
 	return snap
-}
-
-// killChildAtEnd kills a forked child that outlived its patient's
-// process group (it is in it, so it should not).
-func killChildAtEnd(t *testing.T, p *patient.Proc, child int) {
-	t.Cleanup(func() {
-		p.Kill(t)
-		for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-			if st := patient.State(child); st == "" || st == "Z" || st == "X" {
-				return
-			}
-		}
-		t.Errorf("forked child %d still alive after its process group was killed", child)
-		_ = syscall.Kill(child, syscall.SIGKILL)
-	})
 }
 
 // checkCoreSnapshot checks what every core snapshot of process pid says

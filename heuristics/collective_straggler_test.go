@@ -1,6 +1,7 @@
 package heuristics
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -43,7 +44,7 @@ func TestCollectiveStraggler(t *testing.T) {
 		t.Errorf("tids %v pids %v: want the straggler's first", d.Tids, d.Pids)
 	}
 	for _, pid := range []int{4000, 4100, 4300} {
-		if !containsInt(d.Pids, pid) {
+		if !slices.Contains(d.Pids, pid) {
 			t.Errorf("pids %v lack the waiting rank %d", d.Pids, pid)
 		}
 	}
@@ -153,15 +154,6 @@ func TestCollectiveFrames(t *testing.T) {
 			t.Errorf("%s: taken for a collective", n)
 		}
 	}
-}
-
-func containsInt(xs []int, x int) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // A busy rank whose thread did not stop in time in the last sample has no

@@ -71,7 +71,7 @@ func TestGDBDumpsFromPatients(t *testing.T) {
 			pid := p.Pid
 			if dp.child {
 				pid = p.Int(t, "child")
-				killChildAtEnd(t, p, pid)
+				p.KillChildAtEnd(t, pid)
 			}
 			out := patient.GDBBacktrace(t, pid)
 			if err := os.WriteFile(filepath.Join(gdbDumpDir, dp.file), []byte(out), 0o644); err != nil {

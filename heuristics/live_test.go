@@ -19,7 +19,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -102,31 +101,9 @@ func (l *live) dump(t *testing.T) {
 func forkPids(t *testing.T) func(p *patient.Proc) []int {
 	return func(p *patient.Proc) []int {
 		child := p.Int(t, "child")
-		killChildAtEnd(t, p, child)
+		p.KillChildAtEnd(t, child)
 		return []int{child, p.Pid}
 	}
-}
-
-// killChildAtEnd kills the patient's process group (the child is in it)
-// when the test ends and checks that the forked child died with it; a
-// child that survived is reported and killed by pid.
-func killChildAtEnd(t *testing.T, p *patient.Proc, child int) {
-	t.Cleanup(func() {
-		p.Kill(t) // the process group: parent and child
-		end := time.Now().Add(5 * time.Second)
-		for {
-			st := patient.State(child)
-			if st == "" || st == "Z" || st == "X" {
-				return
-			}
-			if time.Now().After(end) {
-				t.Errorf("forked child %d still alive (state %s) after the patient's process group was killed", child, st)
-				_ = syscall.Kill(child, syscall.SIGKILL)
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	})
 }
 
 // --- the snapshot's evidence -------------------------------------------
@@ -777,8 +754,8 @@ func TestLiveTreePipe(t *testing.T) {
 	var tree []int
 	l := startLive(t, []string{bin}, func(p *patient.Proc) []int {
 		child, client := p.Int(t, "child"), p.Int(t, "client")
-		killChildAtEnd(t, p, child)
-		killChildAtEnd(t, p, client)
+		p.KillChildAtEnd(t, child)
+		p.KillChildAtEnd(t, client)
 		tree = attach.Descendants(p.Pid)
 		return tree
 	})

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -267,12 +268,12 @@ func TestLivePythonNumpyFork(t *testing.T) {
 			}
 		}
 		for _, d := range l.diags {
-			if d.Deadlock && containsInt(d.Pids, child) {
+			if d.Deadlock && slices.Contains(d.Pids, child) {
 				t.Errorf("diagnosis: a deadlock claimed for the computing child: [%s] %s", d.ID, d.Summary)
 			}
 		}
 		d := l.find("progressing")
-		if d == nil || !containsInt(d.Pids, child) {
+		if d == nil || !slices.Contains(d.Pids, child) {
 			t.Errorf("diagnosis: the computing child %d is not called progressing", child)
 		}
 	case "stuck":
@@ -286,15 +287,6 @@ func TestLivePythonNumpyFork(t *testing.T) {
 	default:
 		t.Fatalf("patient: child_state %q", state)
 	}
-}
-
-func containsInt(xs []int, x int) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
-		}
-	}
-	return false
 }
 
 // Control: two threads computing in pure Python: progressing, no deadlock

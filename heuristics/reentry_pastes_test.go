@@ -8,6 +8,7 @@ package heuristics_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -91,7 +92,7 @@ func pasteTop(t *testing.T, tid int) func(name string, ds []heuristics.Diagnosis
 			t.Errorf("%s: got %v, want %s (%s)", name, verdicts(ds), id, conf)
 			return
 		}
-		if !containsInt(ds[0].Tids, tid) {
+		if !slices.Contains(ds[0].Tids, tid) {
 			t.Errorf("%s: %s names threads %v, not %d", name, id, ds[0].Tids, tid)
 		}
 		for _, s := range says {

@@ -25,7 +25,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -175,7 +174,7 @@ func TestLiveRender(t *testing.T) {
 			targets := []int{p.Pid}
 			if pt.child {
 				child := p.Int(t, "child")
-				killChildAtEnd(t, p, child)
+				p.KillChildAtEnd(t, child)
 				targets = []int{child, p.Pid}
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -208,25 +207,6 @@ func TestLiveRender(t *testing.T) {
 			}
 		})
 	}
-}
-
-// killChildAtEnd kills the patient's process group (the forked child is
-// in it) when the test ends, and the child by pid if it survived that.
-func killChildAtEnd(t *testing.T, p *patient.Proc, child int) {
-	t.Cleanup(func() {
-		p.Kill(t)
-		for end := time.Now().Add(5 * time.Second); ; {
-			if s := patient.State(child); s == "" || s == "Z" || s == "X" {
-				return
-			}
-			if time.Now().After(end) {
-				t.Errorf("forked child %d alive after its process group was killed", child)
-				_ = syscall.Kill(child, syscall.SIGKILL)
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	})
 }
 
 // --- structural checks, shared with the hostile-strings test -------------

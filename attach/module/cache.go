@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/hangdoc/hangdoc/attach/procmem"
 )
 
 // Cache shares parsed Files between samples, attaches and processes: a
@@ -183,13 +185,8 @@ func (c *Cache) vdso(pid int, m Mapping) (*File, error) {
 	if size == 0 || size > 1<<20 || m.Start > 1<<62 {
 		return nil, &Error{File: "[vdso]", Off: -1, Err: fmt.Errorf("implausible size %#x", size)}
 	}
-	mem, err := os.Open(fmt.Sprintf("/proc/%d/mem", pid))
-	if err != nil {
-		return nil, &Error{File: "[vdso]", Off: -1, Err: err}
-	}
-	defer mem.Close()
 	buf := make([]byte, size)
-	if _, err := mem.ReadAt(buf, int64(m.Start)); err != nil {
+	if _, err := procmem.Read(pid, buf, m.Start); err != nil {
 		return nil, &Error{File: "[vdso]", Off: -1, Err: err}
 	}
 	e, found := getEntry(c, c.vdsos, string(buf))

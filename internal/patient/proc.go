@@ -280,6 +280,22 @@ func (p *Proc) Kill(t testing.TB) {
 	})
 }
 
+// KillChildAtEnd kills the patient's process group (a child it forked is
+// in it) when the test ends and checks that the child died with it; a
+// child that survived is reported and killed by pid.
+func (p *Proc) KillChildAtEnd(t testing.TB, child int) {
+	t.Cleanup(func() {
+		p.Kill(t)
+		for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+			if st := State(child); st == "" || st == "Z" || st == "X" {
+				return
+			}
+		}
+		t.Errorf("forked child %d still alive (state %s) after the patient's process group was killed", child, State(child))
+		_ = syscall.Kill(child, syscall.SIGKILL)
+	})
+}
+
 // Wait waits up to timeout for the patient to exit by itself, reaps it
 // and returns its wait status; its stderr (Stderr) is complete then. If
 // the patient is still running after timeout, Wait SIGKILLs its group and
