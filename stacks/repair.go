@@ -253,10 +253,14 @@ func (rp *repairer) clean(l repLine) repLine {
 			rp.fixed(l.no, "HTML tags of a tracker (<details>, <summary>, <pre>) removed")
 		}
 	}
-	if strings.IndexByte(s, '&') >= 0 && (strings.Contains(s, "&lt;") || strings.Contains(s, "&gt;") || strings.Contains(s, "&amp;") || strings.Contains(s, "&quot;")) {
+	if strings.IndexByte(s, '&') >= 0 && (strings.Contains(s, "&lt;") || strings.Contains(s, "&gt;") || strings.Contains(s, "&amp;") || strings.Contains(s, "&quot;") ||
+		strings.Contains(s, "&nbsp;") || strings.Contains(s, "&#")) {
 		s = html.UnescapeString(s)
-		rp.fixed(l.no, "HTML entities (&lt; &gt;) decoded")
+		// a no-break space is a blank, a zero-width space nothing
+		s = strings.ReplaceAll(strings.ReplaceAll(s, "\u00a0", " "), "\u200b", "")
+		rp.fixed(l.no, "HTML entities (&lt; &gt; &nbsp;) decoded")
 	}
+	s = rp.mdUnescape(l.no, s) // repair_mdescape.go
 	l.text = s
 	return l
 }

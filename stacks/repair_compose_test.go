@@ -20,8 +20,14 @@ type repairGolden struct {
 
 // repairUndo takes each fixture's damage off by hand, by its name's
 // first word, for the comparison with the repaired read.
-var repairUndo = map[string]*regexp.Regexp{
-	"compose": regexp.MustCompile(`(?m)^[\w-]+_1  \| ?`),
+var repairUndo = map[string]func(string) string{
+	"compose": func(s string) string {
+		return regexp.MustCompile(`(?m)^[\w-]+_1  \| ?`).ReplaceAllLiteralString(s, "")
+	},
+	"mdescape": func(s string) string {
+		s = regexp.MustCompile("\\\\([()\\[\\]{}_#.*+:,!<>|~=`-])").ReplaceAllString(s, "$1")
+		return strings.NewReplacer("&nbsp;", " ", "&#8203;", "").Replace(s)
+	},
 }
 
 // TestRepairGoldens: every damaged real paste of testdata/repair reads
@@ -62,7 +68,7 @@ func TestRepairGoldens(t *testing.T) {
 			if undo == nil {
 				t.Fatalf("no undo for %s", name)
 			}
-			want, _ := readShape(t, undo.ReplaceAllString(string(in), ""))
+			want, _ := readShape(t, undo(string(in)))
 			if shape, notes := readShape(t, string(in)); shape != want {
 				t.Errorf("reads otherwise than undamaged:\n%s", firstLineDiff(want, shape))
 			} else if len(notes) == 0 || !hasNoteWith(notes, "repaired: ") {
@@ -70,6 +76,28 @@ func TestRepairGoldens(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzMdUnescape: only a backslash before a mark Markdown escapes comes
+// off, never one before a quote or a backslash (a C string's own), and a
+// line of one escape is left as it is until the input showed escaping.
+func FuzzMdUnescape(f *testing.F) {
+	for _, s := range []string{`\#0  \_\_lll\_lock\_wait \(\)`, `#1  f (s="a\"b\\n")`, `C:\x\y`, `\(gdb\) bt`, ``} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		rp := &repairer{fixes: map[string]*repairCount{}}
+		got := rp.mdUnescape(1, line)
+		if strings.Count(got, `\"`) < strings.Count(line, `\"`) && !strings.Contains(line, `\\`) {
+			t.Fatalf("%q: %q lost a quote's backslash", line, got)
+		}
+		if len(got) > len(line) || strings.ReplaceAll(got, `\`, "") != strings.ReplaceAll(line, `\`, "") {
+			t.Fatalf("%q: %q changed more than backslashes", line, got)
+		}
+		if strings.Count(line, `\`) <= 1 && got != line {
+			t.Fatalf("%q: %q: one escape alone was taken off", line, got)
+		}
+	})
 }
 
 // FuzzComposePrefix: whatever follows it, a compose prefix comes off and

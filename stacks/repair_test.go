@@ -115,6 +115,10 @@ var damages = []damage{
 			return l
 		})
 	}},
+	{"markdown-escaped", "a Markdown importer's backslashes", func(ls []string) []string {
+		esc := strings.NewReplacer("(", `\(`, ")", `\)`, "_", `\_`, "#", `\#`, ".", `\.`)
+		return eachLine(ls, func(i int, l string) string { return esc.Replace(l) })
+	}},
 	{"docker-compose", "docker compose's service prefixes", func(ls []string) []string {
 		return eachLine(ls, func(i int, l string) string {
 			if l == "" && i%2 == 0 {
