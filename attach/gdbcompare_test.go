@@ -339,13 +339,11 @@ func hasInOrder(names, seq []string) bool {
 
 func threadNamed(t *testing.T, proc *stacks.Process, name string) *stacks.Thread {
 	t.Helper()
-	for _, th := range proc.Threads {
-		if th.Name == name {
-			return th
-		}
+	th := proc.ThreadNamed(name)
+	if th == nil {
+		t.Fatalf("no thread named %q among %d", name, len(proc.Threads))
 	}
-	t.Fatalf("no thread named %q among %d", name, len(proc.Threads))
-	return nil
+	return th
 }
 
 func mainThread(t *testing.T, proc *stacks.Process) *stacks.Thread {
@@ -356,13 +354,11 @@ func mainThread(t *testing.T, proc *stacks.Process) *stacks.Thread {
 // threadOf is thread tid of proc; the test fails without it.
 func threadOf(t *testing.T, proc *stacks.Process, tid int) *stacks.Thread {
 	t.Helper()
-	for _, th := range proc.Threads {
-		if th.Tid == tid {
-			return th
-		}
+	th := proc.ThreadByTid(tid)
+	if th == nil {
+		t.Fatalf("no thread %d in process %d", tid, proc.Pid)
 	}
-	t.Fatalf("no thread %d in process %d", tid, proc.Pid)
-	return nil
+	return th
 }
 
 func waitsOnFutex(th *stacks.Thread) bool { return th.Wait != nil && th.Wait.Syscall == "futex" }

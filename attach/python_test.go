@@ -88,13 +88,11 @@ func attachPython(t *testing.T, pid int, samples int, version string) *stacks.Sn
 
 func threadByTid(t *testing.T, p *stacks.Process, tid int) *stacks.Thread {
 	t.Helper()
-	for _, th := range p.Threads {
-		if th.Tid == tid {
-			return th
-		}
+	th := p.ThreadByTid(tid)
+	if th == nil {
+		t.Fatalf("no thread %d", tid)
 	}
-	t.Fatalf("no thread %d", tid)
-	return nil
+	return th
 }
 
 func checkNoEvaluator(t *testing.T, th *stacks.Thread) {

@@ -157,24 +157,20 @@ func noOwnerClaim(t *testing.T, ds []heuristics.Diagnosis) {
 func mainThread(t *testing.T, snap *stacks.Snapshot) (*stacks.Process, *stacks.Thread) {
 	t.Helper()
 	p := snap.Processes[0]
-	for _, th := range p.Threads {
-		if th.Tid == p.Pid {
-			return p, th
-		}
+	th := p.ThreadByTid(p.Pid)
+	if th == nil {
+		t.Fatalf("no main thread (tid %d) in the dump", p.Pid)
 	}
-	t.Fatalf("no main thread (tid %d) in the dump", p.Pid)
-	return nil, nil
+	return p, th
 }
 
 func threadNamed(t *testing.T, snap *stacks.Snapshot, name string) *stacks.Thread {
 	t.Helper()
-	for _, th := range snap.Processes[0].Threads {
-		if th.Name == name {
-			return th
-		}
+	th := snap.Processes[0].ThreadNamed(name)
+	if th == nil {
+		t.Fatalf("no thread %q in the dump", name)
 	}
-	t.Fatalf("no thread %q in the dump", name)
-	return nil
+	return th
 }
 
 // tidOf is a thread's id in the dump, by name, or the main thread's.

@@ -168,24 +168,20 @@ func funcs(st []Frame) []string {
 
 func threadByName(t *testing.T, p *Process, name string) *Thread {
 	t.Helper()
-	for _, th := range p.Threads {
-		if th.Name == name {
-			return th
-		}
+	th := p.ThreadNamed(name)
+	if th == nil {
+		t.Fatalf("no thread named %q", name)
 	}
-	t.Fatalf("no thread named %q", name)
-	return nil
+	return th
 }
 
 func threadByTid(t *testing.T, p *Process, tid int) *Thread {
 	t.Helper()
-	for _, th := range p.Threads {
-		if th.Tid == tid {
-			return th
-		}
+	th := p.ThreadByTid(tid)
+	if th == nil {
+		t.Fatalf("no thread %d", tid)
 	}
-	t.Fatalf("no thread %d", tid)
-	return nil
+	return th
 }
 
 // checkFuncs compares a stack's function names (as funcs gives them)

@@ -91,14 +91,14 @@ type gdbParser struct {
 	threads []*gdbThread
 	cur     *gdbThread
 	skipped skipList
-	anyAddr bool                  // some frame shows an address: inlined frames can be told
-	frames  memo[gdbFrame]        // frame texts parsed so far (share.go)
+	anyAddr bool           // some frame shows an address: inlined frames can be told
+	frames  memo[gdbFrame] // frame texts parsed so far (share.go)
 	// texts, copied once each: a thread's first frame (rawFirst) and
 	// name, which would otherwise each hold their whole input line
 	// (about 20 MB of a 100 MB dump's, until the end of the parse)
-	texts memo[string]
-	rows    map[string]*gdbThread // `info threads` rows by gdb's thread number
-	curRow  *gdbThread            // the row marked `*`, gdb's current thread
+	texts  memo[string]
+	rows   map[string]*gdbThread // `info threads` rows by gdb's thread number
+	curRow *gdbThread            // the row marked `*`, gdb's current thread
 	// scratch buffers for the frames of the thread being read (seal)
 	scratch     []Frame
 	scratchAddr []bool
