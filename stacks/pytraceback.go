@@ -30,7 +30,11 @@ var (
 	pyTBFrameRE  = regexp.MustCompile(`^File:? "([^"]*)", line (\d+), in (.+)$`)
 	pyTBStackRE  = regexp.MustCompile(`^~+ Stack of (.+?) \((\d+)\) ~+$`)
 	pyTBThreadRE = regexp.MustCompile(`^# Thread(?:ID)?: (?:(.*?)\((\d+)\)|(\d+))$`)
-	pyTBSniffRE  = regexp.MustCompile(`(?m)^[\s>]*(?:\^C)?Traceback \(most recent call last\):|~+ Stack of .+ \(\d+\) ~+|^[\s>]*File:? "[^"\n]*", line \d+, in \S|^# Thread(?:ID)?: `)
+	pyTBSniffRE  = regexp.MustCompile(`(?m)^[\s>]*(?:\^C)?Traceback \(most recent call last\):|~+ Stack of .+ \(\d+\) ~+|^[\s>]*(?:\((?:C|Python)\) )?File:? "[^"\n]*", line \d+, in \S|^# Thread(?:ID)?: |^[\s>]*Traceback for thread \d+ `)
+	// pystack (pystack remote PID, pystack core): a thread's header, and
+	// with --native its C frames: `(C) File "x.c", line 78, in f (libc.so.6)`
+	pyStackThreadRE = regexp.MustCompile(`^Traceback for thread (\d+) \((.*?)\)(?: \[[^\]]*\])* \(most recent call last\):$`)
+	pyStackCFrameRE = regexp.MustCompile(`^\(C\) File "([^"]*)", line (\d+), in (.+?) \(([^()]*)\)$`)
 )
 
 func sniffPyTraceback(head []byte) int {
@@ -41,8 +45,25 @@ func beginsPyTraceback(t, next string) bool {
 	return strings.HasPrefix(t, "+++") && strings.HasSuffix(t, " Timeout +++++") || t == "Traceback (most recent call last):"
 }
 
-// pyTracebackFrame reads `File "x.py", line 3, in f`.
+// pyTracebackFrame reads `File "x.py", line 3, in f`, and pystack's
+// `(Python) File …` and `(C) File "x.c", line 3, in f (lib.so)`.
 func pyTracebackFrame(t string) (Frame, bool) {
+	if strings.HasPrefix(t, "(C) ") {
+		m := pyStackCFrameRE.FindStringSubmatch(t)
+		if m == nil {
+			return Frame{}, false
+		}
+		line, _ := strconv.Atoi(m[2])
+		f := Frame{Func: m[3], File: m[1], Line: line, Module: m[4]}
+		if f.Func == "???" {
+			f.Func = ""
+		}
+		if f.File == "???" {
+			f.File, f.Line = "", 0
+		}
+		return f, true
+	}
+	t = strings.TrimPrefix(t, "(Python) ")
 	m := pyTBFrameRE.FindStringSubmatch(t)
 	if m == nil {
 		return Frame{}, false
@@ -92,6 +113,14 @@ func (p *pyTBParser) line(l textLine) {
 	case strings.HasPrefix(t, "+++") && strings.Contains(t, " Timeout "):
 		p.allThreads = true
 		return
+	}
+	if strings.HasPrefix(t, "Traceback for thread ") {
+		if m := pyStackThreadRE.FindStringSubmatch(t); m != nil {
+			p.allThreads = true // pystack prints every thread
+			tid, _ := strconv.Atoi(m[1])
+			p.start(&Thread{Tid: tid, Name: m[2]})
+			return
+		}
 	}
 	if m := pyTBStackRE.FindStringSubmatch(t); m != nil {
 		p.allThreads = true
