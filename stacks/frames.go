@@ -27,17 +27,18 @@ func init() {
 }
 
 var (
-	flTreeRE     = regexp.MustCompile(`^(?:[│|├└┣┗╰\\+` + "`" + `─-]+\s*)+`)
-	flAtRE       = regexp.MustCompile(`^@\s+0x[0-9a-fA-F]+\s+(?:\d+\s+)?(\S.*)$`)
-	flPCRE       = regexp.MustCompile(`^(?:\d+\s+)?0x[0-9a-fA-F]+(?:\s+in)?\s+(\S.*)$`)
-	flGDBRE      = regexp.MustCompile(`^([^\s(]+) \(.*\)(?: (?:at (\S+):(\d+)|from (\S+)))?$`)
-	flFileRE     = regexp.MustCompile(`^([^\s(]+) \((\S+?):(\d+)\)$`)
-	flBareRE     = regexp.MustCompile(`^[A-Za-z_$][\w:.~<>$()*\[\]]*(?:\+0x[0-9a-f]+)?$`)
-	flCSVRE      = regexp.MustCompile(`^\d+,\d+,(\s*)(\S.*)$`)
-	flAtFileRE   = regexp.MustCompile(`^at (\S+?):(\d+)(?::\d+)?$`)
-	flSymsRE     = regexp.MustCompile(`^(?:\[\d+\]\s+)?(\S+)\(([^()\s]*?)(?:\+0x[0-9a-fA-F]+)?\) \[0x([0-9a-fA-F]+)\]$`) // glibc's backtrace_symbols
-	flRustRE     = regexp.MustCompile(`^\d+:\s+(?:0x([0-9a-fA-F]+) - )?(\S.*?)(?:::h[0-9a-f]{16})?$`)
-	flFileOnlyRE = regexp.MustCompile(`^File: '(\S+?):(\d+)'$`)
+	flTreeRE        = regexp.MustCompile(`^(?:[│|├└┣┗╰\\+` + "`" + `─-]+\s*)+`)
+	flAtRE          = regexp.MustCompile(`^@\s+0x[0-9a-fA-F]+\s+(?:\d+\s+)?(\S.*)$`)
+	flPCRE          = regexp.MustCompile(`^(?:\d+\s+)?0x[0-9a-fA-F]+(?:\s+in)?\s+(\S.*)$`)
+	flGDBRE         = regexp.MustCompile(`^([^\s(]+) \(.*\)(?: (?:at (\S+):(\d+)|from (\S+)))?$`)
+	flFileRE        = regexp.MustCompile(`^([^\s(]+) \((\S+?):(\d+)\)$`)
+	flEmptyParamsRE = regexp.MustCompile(`^([^\s(]+)\(\) \(\S`)
+	flBareRE        = regexp.MustCompile(`^[A-Za-z_$][\w:.~<>$()*\[\]]*(?:\+0x[0-9a-f]+)?$`)
+	flCSVRE         = regexp.MustCompile(`^\d+,\d+,(\s*)(\S.*)$`)
+	flAtFileRE      = regexp.MustCompile(`^at (\S+?):(\d+)(?::\d+)?$`)
+	flSymsRE        = regexp.MustCompile(`^(?:\[\d+\]\s+)?(\S+)\(([^()\s]*?)(?:\+0x[0-9a-fA-F]+)?\) \[0x([0-9a-fA-F]+)\]$`) // glibc's backtrace_symbols
+	flRustRE        = regexp.MustCompile(`^\d+:\s+(?:0x([0-9a-fA-F]+) - )?(\S.*?)(?:::h[0-9a-f]{16})?$`)
+	flFileOnlyRE    = regexp.MustCompile(`^File: '(\S+?):(\d+)'$`)
 	// gdb's `info line *ADDR` answer, one a frame when a reporter had
 	// only addresses: "0x560ed is in je_malloc_mutex_lock_slow
 	// (include/jemalloc/internal/atomic.h:69)."
@@ -126,6 +127,11 @@ func frameListLine(t string) (Frame, bool) {
 	} else if m := flPCRE.FindStringSubmatch(t); m != nil {
 		pc = leadingPC(t)
 		t = m[1]
+	}
+	if m := flEmptyParamsRE.FindStringSubmatchIndex(t); m != nil {
+		// "std::thread::join() (thread.cc:112)": a symbolizer's empty
+		// parameter list before the location
+		t = t[:m[3]] + t[m[3]+2:]
 	}
 	f := Frame{PC: pc}
 	switch m := flGDBRE.FindStringSubmatch(t); {

@@ -95,3 +95,31 @@ func TestFramesInfoLine(t *testing.T) {
 		t.Errorf("frame 2 %+v", f)
 	}
 }
+
+// TestFramesEmptyParams: a symbolizer's 'name() (file:line)' lines
+// (llvm#137026's real paste) are frames named without the "()"; gdb's
+// 'name (args) at file:line' keeps reading as before.
+func TestFramesEmptyParams(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "testdata", "corpus", "frames-llvm-137026-lldb-dap-join-while-holding-api-mutex", "dump.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, _, _, err := Parse(bytes.NewReader(b), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	th := snap.Processes[0].Threads[0]
+	checkFuncs(t, "empty params", th.Stack, "__futex_abstimed_wait_common64", "__futex_abstimed_wait_common",
+		"__GI___futex_abstimed_wait_cancelable64", "__pthread_clockjoin_ex", "__gthread_join", "std::thread::join",
+		"lldb_dap::DAP::StopEventHandlers")
+	if f := th.Stack[5]; f.File != "/home/engshare/third-party2/libgcc/11.x/src/gcc-11.x/libstdc++-v3/src/c++11/thread.cc" || f.Line != 112 {
+		t.Errorf("frame 5 %+v", f)
+	}
+	snap, _, _, err = Parse(bytes.NewReader([]byte("wait_for (q=0x1) at q.c:3\nrun () at q.c:9\nmain () at q.c:20\n")), "frames")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := snap.Processes[0].Threads[0].Stack[0]; f.Func != "wait_for" || f.File != "q.c" || f.Line != 3 {
+		t.Errorf("gdb form: %+v", f)
+	}
+}
