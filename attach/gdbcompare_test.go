@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hangdoc/hangdoc/attach"
+	"github.com/hangdoc/hangdoc/attach/procmem"
 	"github.com/hangdoc/hangdoc/internal/patient"
 	"github.com/hangdoc/hangdoc/stacks"
 )
@@ -290,13 +291,8 @@ func isTailCallFrame(pid int, pc uint64) bool {
 	if pc < 6 {
 		return false
 	}
-	mem, err := os.Open(fmt.Sprintf("/proc/%d/mem", pid))
-	if err != nil {
-		return false
-	}
-	defer mem.Close()
 	var b [6]byte
-	if _, err := mem.ReadAt(b[:], int64(pc-6)); err != nil {
+	if _, err := procmem.Read(pid, b[:], pc-6); err != nil {
 		return false
 	}
 	jmpRel32 := b[1] == 0xe9                         // e9 rel32

@@ -10,7 +10,6 @@ package heuristics
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/hangdoc/hangdoc/stacks"
@@ -205,7 +204,7 @@ func (g *gor) label() string {
 	if g.t.Tid == 0 {
 		return "the goroutine whose header the paste cut"
 	}
-	return "goroutine " + strconv.Itoa(g.t.Tid)
+	return goroutineLabel(g.t)
 }
 
 // place is the function a goroutine is parked in, past the runtime's and

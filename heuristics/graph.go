@@ -3,6 +3,7 @@ package heuristics
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/hangdoc/hangdoc/stacks"
@@ -294,6 +295,9 @@ func threadLabel(t *stacks.Thread) string {
 	}
 	return fmt.Sprintf("thread %d `%s`", t.Tid, t.Name)
 }
+
+// goroutineLabel names a goroutine by its id: "goroutine 17".
+func goroutineLabel(t *stacks.Thread) string { return "goroutine " + strconv.Itoa(t.Tid) }
 
 // nameOrThread is "`nginx`", or "a thread" when it has no name.
 func nameOrThread(t *stacks.Thread) string {

@@ -200,7 +200,7 @@ func (f threadFacts) label() string { return whoThread(f.t) }
 // whoThread names a thread for a person: "thread 4711 `worker`".
 func whoThread(t *stacks.Thread) string {
 	if t.Goroutine() != nil {
-		return fmt.Sprintf("goroutine %d", t.Tid)
+		return goroutineLabel(t)
 	}
 	return threadLabel(t)
 }

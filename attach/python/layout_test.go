@@ -3,6 +3,7 @@ package python
 import (
 	"bufio"
 	"debug/elf"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,7 +13,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hangdoc/hangdoc/attach/procmem"
 	"github.com/hangdoc/hangdoc/internal/patient"
+	"golang.org/x/sys/unix"
 )
 
 // headerSet is one CPython's headers (internal ones included) and the
@@ -245,13 +248,11 @@ func debugOffsetsOf(t *testing.T, python string) []byte {
 			if ef.Type == elf.ET_EXEC {
 				start = 0
 			}
-			mem, err := os.Open(fmt.Sprintf("/proc/%d/mem", cmd.Process.Pid))
-			if err != nil {
-				patient.Missing(t, "cannot read the interpreter's memory: %v", err)
-			}
-			defer mem.Close()
 			raw := make([]byte, maxDebugOffsets)
-			if _, err := mem.ReadAt(raw, int64(start+s.Value)); err != nil {
+			if _, err := procmem.Read(cmd.Process.Pid, raw, start+s.Value); err != nil {
+				if errors.Is(err, unix.EPERM) {
+					patient.Missing(t, "cannot read the interpreter's memory: %v", err)
+				}
 				t.Fatalf("%s: _PyRuntime in %s: %v", python, f[5], err)
 			}
 			return raw
