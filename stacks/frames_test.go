@@ -80,15 +80,7 @@ func TestFramesReturnedCalls(t *testing.T) {
 // (jemalloc#2402's real paste) are frames, and the repair step does not
 // join them as wrapped lines though they are 72-80 columns wide.
 func TestFramesInfoLine(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "testdata", "corpus", "gdbinfoline-jemalloc-2402-fork-child-extent-split-lock", "dump.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap, _, _, err := Parse(bytes.NewReader(b), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	th := snap.Processes[0].Threads[0]
+	th := corpusFirstThread(t, "gdbinfoline-jemalloc-2402-fork-child-extent-split-lock")
 	checkFuncs(t, "info line", th.Stack, "je_malloc_mutex_lock_slow", "extent_split_impl", "extent_split_interior", "extent_recycle",
 		"je_extents_alloc", "je_arena_tcache_fill_small", "je_tcache_alloc_small_hard", "calloc")
 	if f := th.Stack[2]; f.File != "src/extent.c" || f.Line != 972 || f.Offset != 0x4af8f {
@@ -100,7 +92,27 @@ func TestFramesInfoLine(t *testing.T) {
 // (llvm#137026's real paste) are frames named without the "()"; gdb's
 // 'name (args) at file:line' keeps reading as before.
 func TestFramesEmptyParams(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "testdata", "corpus", "frames-llvm-137026-lldb-dap-join-while-holding-api-mutex", "dump.txt"))
+	th := corpusFirstThread(t, "frames-llvm-137026-lldb-dap-join-while-holding-api-mutex")
+	checkFuncs(t, "empty params", th.Stack, "__futex_abstimed_wait_common64", "__futex_abstimed_wait_common",
+		"__GI___futex_abstimed_wait_cancelable64", "__pthread_clockjoin_ex", "__gthread_join", "std::thread::join",
+		"lldb_dap::DAP::StopEventHandlers")
+	if f := th.Stack[5]; f.File != "/home/engshare/third-party2/libgcc/11.x/src/gcc-11.x/libstdc++-v3/src/c++11/thread.cc" || f.Line != 112 {
+		t.Errorf("frame 5 %+v", f)
+	}
+	snap, _, _, err := Parse(bytes.NewReader([]byte("wait_for (q=0x1) at q.c:3\nrun () at q.c:9\nmain () at q.c:20\n")), "frames")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := snap.Processes[0].Threads[0].Stack[0]; f.Func != "wait_for" || f.File != "q.c" || f.Line != 3 {
+		t.Errorf("gdb form: %+v", f)
+	}
+}
+
+// corpusFirstThread parses a corpus report's dump and returns its first
+// process's first thread.
+func corpusFirstThread(t *testing.T, name string) *Thread {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "testdata", "corpus", name, "dump.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,18 +120,5 @@ func TestFramesEmptyParams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	th := snap.Processes[0].Threads[0]
-	checkFuncs(t, "empty params", th.Stack, "__futex_abstimed_wait_common64", "__futex_abstimed_wait_common",
-		"__GI___futex_abstimed_wait_cancelable64", "__pthread_clockjoin_ex", "__gthread_join", "std::thread::join",
-		"lldb_dap::DAP::StopEventHandlers")
-	if f := th.Stack[5]; f.File != "/home/engshare/third-party2/libgcc/11.x/src/gcc-11.x/libstdc++-v3/src/c++11/thread.cc" || f.Line != 112 {
-		t.Errorf("frame 5 %+v", f)
-	}
-	snap, _, _, err = Parse(bytes.NewReader([]byte("wait_for (q=0x1) at q.c:3\nrun () at q.c:9\nmain () at q.c:20\n")), "frames")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if f := snap.Processes[0].Threads[0].Stack[0]; f.Func != "wait_for" || f.File != "q.c" || f.Line != 3 {
-		t.Errorf("gdb form: %+v", f)
-	}
+	return snap.Processes[0].Threads[0]
 }
