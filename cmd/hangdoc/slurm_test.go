@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -152,7 +153,7 @@ func readmeSrunLine(t *testing.T) string {
 // child), then kills the daemons.
 func startSlurm(t *testing.T, dir string) {
 	t.Helper()
-	for _, d := range []string{"state", "spool", "log"} {
+	for _, d := range []string{"state", "spool", "log", "tmp"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -204,9 +205,14 @@ SlurmctldPidFile=%[4]s/slurmctld.pid
 SlurmdPidFile=%[4]s/slurmd.pid
 SlurmctldLogFile=%[4]s/log/slurmctld.log
 SlurmdLogFile=%[4]s/log/slurmd.log
+TmpFS=%[4]s/tmp
+FirstJobId=%[6]d
 NodeName=localhost NodeHostname=localhost CPUs=%[5]d RealMemory=100 State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
-`, patient.FreePort(t), patient.FreePort(t), sock, dir, runtime.NumCPU())), 0o644)
+`, patient.FreePort(t), patient.FreePort(t), sock, dir, runtime.NumCPU(),
+		// PMIx names its directory under TmpFS by uid and job id
+		// (spmix_appdir_0_1.0): two clusters on one machine must not share it
+		1000+rand.IntN(1_000_000))), 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
