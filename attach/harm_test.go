@@ -61,6 +61,19 @@ func checkInvariants(t *testing.T, p *patient.Proc) string {
 	return line
 }
 
+// waitUSR2 polls the invariants patient until it has handled n SIGUSR2.
+func waitUSR2(t *testing.T, p *patient.Proc, n int) {
+	t.Helper()
+	want := fmt.Sprintf(" usr2=%d ", n)
+	var line string
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		if line = checkInvariants(t, p); strings.Contains(line, want) {
+			return
+		}
+	}
+	t.Fatalf("SIGUSR2 %d was not handled (lost while a thread was held?): %s", n, line)
+}
+
 // TestAttachKeepsInvariants attaches 50 times to a busy patient that
 // checks its own invariants; it must notice nothing.
 func TestAttachKeepsInvariants(t *testing.T) {
@@ -71,7 +84,8 @@ func TestAttachKeepsInvariants(t *testing.T) {
 	for i := 0; i < 50; i++ {
 		// One SIGUSR2 lands in the middle of each attach: none may be
 		// lost, even when it arrives while a thread is held.
-		go func() { time.Sleep(2 * time.Millisecond); p.Signal(syscall.SIGUSR2) }()
+		sent := make(chan struct{})
+		go func() { time.Sleep(2 * time.Millisecond); p.Signal(syscall.SIGUSR2); close(sent) }()
 		snap, st, err := attach.AttachStats(context.Background(), []int{p.Pid}, attach.Options{Samples: 2, Interval: 5 * time.Millisecond})
 		if err != nil {
 			t.Fatalf("attach %d: %v", i, err)
@@ -81,6 +95,11 @@ func TestAttachKeepsInvariants(t *testing.T) {
 		}
 		stops += st.Stops
 		checkReleased(t, p.Pid)
+		// This attach's signal must be handled before the next is sent:
+		// two SIGUSR2 pending at once are one (a standard signal does
+		// not queue), which under load looked like a lost signal.
+		<-sent
+		waitUSR2(t, p, i+1)
 	}
 	if stops == 0 {
 		t.Fatal("no thread was ever stopped: the test did not exercise ptrace stops")

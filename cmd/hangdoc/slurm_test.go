@@ -119,7 +119,9 @@ func TestSlurmReadmeCluster(t *testing.T) {
 		}
 	}
 	if coll == nil {
-		t.Fatalf("no collective-straggler for ranks %v waiting in MPI_Barrier", waiting)
+		// what hangdoc said instead, and the snapshot, for the next reader
+		// (seen once, at load 10: the top verdict was the straggler's own)
+		t.Fatalf("no collective-straggler for ranks %v waiting in MPI_Barrier; diagnoses: %+v\n%s", waiting, snap.Diagnoses, textReport(t, snaps))
 	}
 	if len(coll.Pids) == 0 || coll.Pids[0] != straggler {
 		t.Errorf("collective-straggler pids %v, want the straggler %d first: %s", coll.Pids, straggler, coll.Summary)
@@ -282,4 +284,11 @@ func waitFor(t *testing.T, limit time.Duration, what string, ok func() bool) {
 func exitedWith(err error, code int) bool {
 	ee, ok := err.(*exec.ExitError)
 	return ok && ee.ExitCode() == code
+}
+
+// textReport is hangdoc's text report of the snapshots, for a failure's log.
+func textReport(t *testing.T, snaps []string) string {
+	t.Helper()
+	stdout, stderr, _ := run(append([]string{"analyze", "--color", "never"}, snaps...)...)
+	return stdout + stderr
 }
