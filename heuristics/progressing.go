@@ -35,7 +35,7 @@ func progressingDiagnosis(a *analysis, p *stacks.Process, all []threadFacts) Dia
 	sort.SliceStable(working, func(i, j int) bool { return threadCPU(a, working[i]) > threadCPU(a, working[j]) })
 	b := working[0]
 	samples := len(b.samples)
-	cpuKnown := a.Snap.Evidence.CPU && samples >= 2
+	cpuKnown := cpuMeasured(a, b)
 	d := Diagnosis{
 		Confidence: High,
 		Deadlock:   false,
@@ -72,7 +72,7 @@ func progressingDiagnosis(a *analysis, p *stacks.Process, all []threadFacts) Dia
 	for i, f := range working {
 		skip[f.t.Tid] = true
 		if i < 4 {
-			d.Chain = append(d.Chain, workText(a, f, cpuKnown))
+			d.Chain = append(d.Chain, workText(a, f, cpuMeasured(a, f)))
 		}
 	}
 	if len(working) > 4 {
@@ -91,11 +91,22 @@ func progressingDiagnosis(a *analysis, p *stacks.Process, all []threadFacts) Dia
 			}
 			d.Evidence = append(d.Evidence, fmt.Sprintf("%s sample %d (%s): %s", f.label(), j+1, s.State, chainOfFrames(s.Stack, 6)))
 		}
-		if cpuKnown {
+		if cpuMeasured(a, f) {
 			d.Evidence = append(d.Evidence, fmt.Sprintf("%s CPU ticks per sample: %s (interval %v)", f.label(), ticksPerSample(f.ticks), a.Snap.Interval))
 		}
 	}
 	return d
+}
+
+// cpuMeasured says whether the sampler measured f's own CPU: it did for an
+// OS thread sampled twice or more, never for a goroutine, which runs on
+// whichever thread the scheduler gives it (its samples carry no ticks, and
+// "0% CPU" would be a figure nobody measured).
+func cpuMeasured(a *analysis, f threadFacts) bool {
+	if r := f.t.Runtime; r != nil && r.Kind == stacks.KindGoroutine {
+		return false
+	}
+	return a.Snap.Evidence.CPU && len(f.samples) >= 2
 }
 
 // workText says how a working thread shows its work.

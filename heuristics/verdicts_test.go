@@ -244,3 +244,38 @@ func TestVerdictsIgnoreExitedProcess(t *testing.T) {
 		t.Errorf("exited process got %s", ds[0].ID)
 	}
 }
+
+// TestProgressingGoroutinesNoCPUFigure: a live Go attach samples goroutines,
+// which carry no CPU ticks of their own (attach/golang.go), though the
+// snapshot has CPU evidence for the OS threads. A busy server whose
+// goroutines move is progressing, without a "0% CPU" nobody measured (seen
+// on TestGoPatientsLive/server: "goroutine 7 is the busiest at 0% CPU").
+func TestProgressingGoroutinesNoCPUFigure(t *testing.T) {
+	goroutine := func(id int, samples ...stacks.Sample) *stacks.Thread {
+		th := nbThread(id, "", samples...)
+		th.CPU = 0
+		th.Runtime = &stacks.RuntimeThread{Kind: stacks.KindGoroutine, ID: id, Status: "running"}
+		return th
+	}
+	read := nbFrames("internal/poll.(*FD).Read", "net.(*conn).Read", "io.Copy", "main.echo")
+	write := nbFrames("internal/poll.(*FD).Write", "net.(*conn).Write", "io.Copy", "main.echo")
+	snap := nbSnap(true, nbProc(10,
+		goroutine(7, nbRunning(0, read), nbRunning(0, write), nbRunning(0, read)),
+		goroutine(8, nbRunning(0, write), nbRunning(0, read), nbRunning(0, write)),
+	))
+	ds := calm(t, snap)
+	if len(ds) != 1 || ds[0].ID != "progressing" {
+		t.Fatalf("got %v", nbIDs(ds))
+	}
+	text := ds[0].Summary + "\n" + strings.Join(ds[0].Chain, "\n") + "\n" + strings.Join(ds[0].Evidence, "\n")
+	if strings.Contains(text, "% CPU") || strings.Contains(text, "CPU ticks") {
+		t.Errorf("a goroutine got a CPU figure nobody measured:\n%s", text)
+	}
+	if !strings.Contains(ds[0].Summary, "stacks changed between samples in 2 of 2 threads") {
+		t.Errorf("summary %q", ds[0].Summary)
+	}
+	// an OS thread of the same snapshot keeps its measured figure
+	if d := calm(t, busySnap()); len(d) != 1 || !strings.Contains(d[0].Summary, "at 99% CPU") {
+		t.Errorf("OS threads lost their CPU figure: %v", d)
+	}
+}
