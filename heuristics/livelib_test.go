@@ -103,6 +103,8 @@ var libHangs = []libHang{
 		ids: []string{"signal-handler-reentry"}, threads: []string{"clock"}, says: []string{"on_sigalrm", "__tz_convert"}},
 	{name: "SharedMutexCycle", argv: native("cxx_shared_mutex.cpp"),
 		ids: []string{"lock-order-cycle"}, threads: []string{"reader", "writer"}},
+	{name: "SharedReadMutexCycle", argv: native("cxx_shared_read_mutex.cpp"),
+		ids: []string{"lock-order-cycle"}, threads: []string{"reader", "writer"}},
 	{name: "RustMutexABBA", argv: rust("rust_abba.rs"),
 		ids: []string{"lock-order-cycle"}, threads: []string{"ab", "ba"}},
 	{name: "PythonABBA", argv: python("py_abba.py"),

@@ -122,6 +122,19 @@ func matchLockOrderCycle(a *analysis) []Diagnosis {
 			ds = append(ds, a.loneWaiterDiagnosis(lw))
 		}
 	}
+	// Owners read, but the chain ends on a lock that records none
+	// (ownerless_tail.go).
+	inCycle := map[*stacks.Process]bool{}
+	for _, c := range a.cycles {
+		for _, p := range edgeProcs(c) {
+			inCycle[p] = true
+		}
+	}
+	for _, c := range findOwnerlessTails(a, func(p *stacks.Process) bool { return inCycle[p] || claimed[p.Pid] }) {
+		if d, ok := ownerlessTailDiagnosis(a, c); ok {
+			ds = append(ds, d)
+		}
+	}
 	// No owner recorded (a pasted dump, lock elision): several threads of
 	// a process wait on locks and nothing else could release them.
 	for _, p := range a.Snap.Processes {
