@@ -434,13 +434,16 @@ func reentryOnStack(a *analysis, t *stacks.Thread) string {
 	if j := askerAgain(t.Stack, caller, true); j >= 0 {
 		return fmt.Sprintf("`%s`, which asks for the lock at #%d, is also at #%d further down the same stack: the thread re-entered it while holding the lock", frameName(asker), caller, j)
 	}
-	once := false
-	for _, f := range t.Stack[:caller] {
-		if frameRole(f) == stacks.RoleOnce {
-			once = true
-		}
-	}
+	once := onceWait(t, caller)
 	for j := caller + 1; once && j < len(t.Stack); j++ {
+		if frameRole(t.Stack[j]) == stacks.RoleOnce && j+1 < len(t.Stack) {
+			// Further down, this thread is itself inside a one-time
+			// initialisation whose initialiser led here: a waiter for
+			// an initialisation under way elsewhere would not be inside
+			// one (nested once calls on other objects run, not wait).
+			return fmt.Sprintf("`%s` waits for a one-time initialisation at #%d while the same thread is inside one at #%d (`%s`), whose initialiser called it: the initialiser re-entered its own once (pthread_once, std::call_once or a static guard never completes)",
+				frameName(asker), caller, j, frameName(t.Stack[j]))
+		}
 		f := t.Stack[j]
 		for _, arg := range f.Args {
 			if l, ok := argAddr(arg); ok && strings.HasPrefix(l.Symbol, k+"()::") {
@@ -451,6 +454,17 @@ func reentryOnStack(a *analysis, t *stacks.Thread) string {
 	}
 	return ""
 }
+
+// onceWait: the thread's wait (the frames above caller) is for a one-time
+// initialisation (pthread_once, std::call_once, a static's guard).
+func onceWait(t *stacks.Thread, caller int) bool {
+	return slices.ContainsFunc(t.Stack[:min(caller, len(t.Stack))], func(f stacks.Frame) bool { return frameRole(f) == stacks.RoleOnce })
+}
+
+// onceReentryFix is the fix for an initialiser that re-entered its once.
+const onceReentryFix = "Do not reach the once (pthread_once, std::call_once, the function-local static) from inside its own initialiser: " +
+	"the initialiser must not call, directly or through a callback, code that needs the initialisation finished; " +
+	"initialise what it needs first, or split it into two onces."
 
 // genericFrame: a function that recurs on any stack for reasons of its
 // own (call operators, std::function and thread trampolines).
@@ -608,6 +622,8 @@ func (a *analysis) loneWaiterDiagnosis(lw loneWaiter) Diagnosis {
 			d.Chain = []string{waits, lw.reentry, only}
 			if lw.pyReentry {
 				d.Fix = pyReentryFix
+			} else if _, caller := a.wait(t); onceWait(t, caller) {
+				d.Fix = onceReentryFix
 			}
 		} else if lw.rule != nil {
 			d.Chain = append(d.Chain, fmt.Sprintf("the frames match known issue `%s`, in which the thread re-locks a lock it holds", lw.rule.ID))
