@@ -100,6 +100,55 @@ type goParser struct {
 	intern map[string]string
 	notes  map[string]bool // process notes already given, for proc
 	stacks stackTable
+	calls  memo[goCall]     // frame lines read so far (share.go): a pool's stack repeats them
+	locs   memo[goLocation] // location lines read so far
+
+	gbuf     RuntimeThread // the facts of the goroutine being read, cur.Runtime until it ends
+	runtimes runtimeTable
+	slab     []Thread // threads are allocated from it, a few hundred at a time
+}
+
+// newThread returns a zero Thread. A dump of 100,000 goroutines is that
+// many Threads: allocated one by one they cost the collector as many
+// objects.
+func (p *goParser) newThread() *Thread {
+	if len(p.slab) == 0 {
+		p.slab = make([]Thread, 256)
+	}
+	th := &p.slab[0]
+	p.slab = p.slab[1:]
+	return th
+}
+
+// goCall is what parseGoCall read of a frame line.
+type goCall struct {
+	f            Frame
+	args         []Arg
+	complete, ok bool
+}
+
+func (p *goParser) parseCall(t string) goCall {
+	f, args, complete, ok := parseGoCall(t)
+	if ok {
+		f.Func = p.str(f.Func)
+	}
+	return goCall{f, args, complete, ok}
+}
+
+// goLocation is what parseGoLocation read of a location line.
+type goLocation struct {
+	file string
+	line int
+	pc   uint64
+	ok   bool
+}
+
+func (p *goParser) parseLocation(t string) goLocation {
+	file, line, pc, ok := parseGoLocation(t)
+	if ok {
+		file = p.str(file)
+	}
+	return goLocation{file, line, pc, ok}
 }
 
 // goInternMax bounds the strings kept for sharing (function names and
@@ -197,10 +246,10 @@ func (p *goParser) dispatch(l textLine) {
 		}
 	}
 	if p.cur != nil {
-		if f, args, complete, ok := parseGoCall(t); ok {
-			f.Func = p.str(f.Func)
-			f.Args = args
-			p.setPending(goPending{kind: goFrame, no: l.no, frame: f, cut: !complete || l.cut})
+		if c := p.calls.get(t, p.parseCall); c.ok {
+			f := c.f
+			f.Args = c.args // shared by every frame of this text: nobody writes into them
+			p.setPending(goPending{kind: goFrame, no: l.no, frame: f, cut: !c.complete || l.cut})
 			return
 		}
 	}
@@ -224,7 +273,13 @@ const goDebug1Why = "pprof goroutine profile with debug=1 (counts, no goroutines
 // +0xOFF [fp=… sp=… pc=…]"); it reports whether it was one.
 func (p *goParser) location(l textLine) bool {
 	pd := p.pend
-	file, line, pc, ok := parseGoLocation(l.text)
+	var loc goLocation
+	if strings.Contains(l.text, " fp=") {
+		loc = p.parseLocation(l.text) // fp= and sp= differ from goroutine to goroutine: not kept
+	} else {
+		loc = p.locs.get(l.text, p.parseLocation)
+	}
+	file, line, pc, ok := loc.file, loc.line, loc.pc, loc.ok
 	if !ok {
 		if l.text == "" || pd.kind == goBare || l.indent == 0 || strings.ContainsAny(l.text, " (") {
 			return false
@@ -364,13 +419,18 @@ func (p *goParser) header(l textLine) bool {
 	default:
 		return false
 	}
-	g := &RuntimeThread{Kind: KindGoroutine, ID: id}
-	parseGoStatus(rest, g)
+	gv := RuntimeThread{Kind: KindGoroutine}
+	parseGoStatus(rest, &gv)
+	gv.Status = p.str(gv.Status) // a few statuses, each kept once, not the header line under each
 
 	if p.pend != nil {
 		p.flushPending(false)
 	}
 	p.setCur(nil, false)
+	// The goroutine's runtime facts are gathered in p.gbuf until it ends
+	// (setCur), then shared with the goroutines alike.
+	p.gbuf = gv
+	g := &p.gbuf
 	p.ancestor, p.panicText = false, false
 	p.skipped.close()
 	if p.proc == nil {
@@ -396,7 +456,8 @@ func (p *goParser) header(l textLine) bool {
 			p.startProcess()
 		}
 	}
-	th := &Thread{Tid: id, Name: "goroutine " + strconv.Itoa(id), State: GoroutineState(g.Status), Runtime: g}
+	th := p.newThread()
+	*th = Thread{Tid: id, Name: "goroutine " + strconv.Itoa(id), State: GoroutineState(g.Status), Runtime: g}
 	if id == 0 && m != "" && m != "nil" {
 		th.Name += " (m" + m + ")" // the scheduler stack of one M
 	}
@@ -584,6 +645,9 @@ func (p *goParser) setCur(th *Thread, drop bool) {
 		if g := p.cur.Goroutine(); g != nil {
 			g.Object = goWaitObject(p.cur.Stack)
 		}
+	}
+	if p.cur != nil && p.cur.Runtime == &p.gbuf {
+		p.cur.Runtime = p.runtimes.share(p.gbuf)
 	}
 	p.frames = p.frames[:0]
 	p.cur, p.drop = th, drop

@@ -14,8 +14,10 @@ const (
 // new fields of Thread. Fields a runtime does not give stay zero.
 type RuntimeThread struct {
 	Kind string // KindGoroutine, KindPython, KindJava
-	// ID is the runtime's own id of the thread: the goroutine id, a Java
-	// thread's "#12" (0 when the dump prints none).
+	// ID is the runtime's own id of the thread: a Java thread's "#12" (0
+	// when the dump prints none). A goroutine's id is its Thread's Tid:
+	// a goroutine dump's parser leaves ID 0, as goroutines alike in all
+	// their facts share one RuntimeThread (share.go).
 	ID int
 	// Status is the wait reason, or the scheduler status when there is
 	// none, as the runtime prints it. Go: "chan receive",
@@ -134,7 +136,7 @@ func (t Thread) MarshalJSON() ([]byte, error) {
 		b = append(b, `,"holds_gil":true`...)
 	}
 	if g := t.Goroutine(); g != nil {
-		gj, err := json.Marshal(goroutineJSON{ID: g.ID, Status: g.Status, WaitMinutes: g.WaitMinutes, LockedToThread: g.LockedToThread,
+		gj, err := json.Marshal(goroutineJSON{ID: t.Tid, Status: g.Status, WaitMinutes: g.WaitMinutes, LockedToThread: g.LockedToThread,
 			CreatedBy: g.CreatedBy, CreatedByGoroutine: g.CreatedByID, Object: g.Object})
 		if err != nil {
 			return nil, err

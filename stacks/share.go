@@ -13,12 +13,18 @@ import (
 // each distinct stack, not one per thread. The tables are bounded, so
 // an input of nothing but distinct lines costs what it did without them.
 
-// maxMemo bounds how many distinct entries each table keeps.
-const maxMemo = 1 << 16
+// maxMemo bounds how many distinct entries each table keeps, and
+// maxMemoBytes the text of their keys (65,536 junk lines of 64 KiB must
+// not be kept).
+const (
+	maxMemo      = 1 << 16
+	maxMemoBytes = 4 << 20
+)
 
 // memo keeps what a parse of a line's text gave, by the text.
 type memo[V any] struct {
-	m map[string]V
+	m     map[string]V
+	bytes int
 }
 
 // get returns parse(key), parsed once per distinct key while the table
@@ -31,9 +37,10 @@ func (m *memo[V]) get(key string, parse func(string) V) V {
 	if m.m == nil {
 		m.m = map[string]V{}
 	}
-	if len(m.m) >= maxMemo {
+	if len(m.m) >= maxMemo || m.bytes+len(key) > maxMemoBytes {
 		return parse(key)
 	}
+	m.bytes += len(key)
 	key = string([]byte(key))
 	v := parse(key)
 	m.m[key] = v
@@ -116,4 +123,48 @@ func framesEqual(a, b []Frame) bool {
 		}
 	}
 	return true
+}
+
+// runtimeTable hands out one RuntimeThread for goroutines alike in all
+// their runtime facts (status, minutes waited, creator, the object
+// waited on): 2,000 workers parked at one place created by one
+// goroutine share one, so a goroutine costs a Thread, not a Thread and
+// its RuntimeThread. ID is then 0: a goroutine's id is its Thread's Tid.
+// Nobody writes into a RuntimeThread a parser handed out.
+type runtimeTable struct {
+	m map[runtimeKey]*RuntimeThread
+}
+
+// runtimeKey is what a goroutine dump says of a goroutine besides its id
+// and stack; a creator frame with arguments or held objects (no Go dump
+// prints them) are not shared.
+type runtimeKey struct {
+	status, createdFunc, createdFile, createdModule string
+	createdLine                                     int
+	createdPC, createdOffset, object                uint64
+	minutes, createdByID                            int
+	locked, createdInlined                          bool
+}
+
+// share returns a RuntimeThread equal to g but for its ID (0).
+func (t *runtimeTable) share(g RuntimeThread) *RuntimeThread {
+	g.ID = 0
+	c := g.CreatedBy
+	if g.Kind != KindGoroutine || g.ObjectType != "" || g.Holder != 0 || len(g.Held) > 0 || g.HoldsGIL ||
+		len(c.Args) > 0 || c.Signal || c.Samples != 0 {
+		return &g
+	}
+	k := runtimeKey{status: g.Status, createdFunc: c.Func, createdFile: c.File, createdModule: c.Module, createdLine: c.Line,
+		createdPC: c.PC, createdOffset: c.Offset, object: g.Object, minutes: g.WaitMinutes, createdByID: g.CreatedByID,
+		locked: g.LockedToThread, createdInlined: c.Inlined}
+	if have := t.m[k]; have != nil {
+		return have
+	}
+	if t.m == nil {
+		t.m = map[runtimeKey]*RuntimeThread{}
+	}
+	if len(t.m) < maxMemo {
+		t.m[k] = &g
+	}
+	return &g
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -139,5 +140,54 @@ func TestStackTableArgsSpread(t *testing.T) {
 	}
 	if most > 2 {
 		t.Errorf("a bucket holds %d stacks", most)
+	}
+}
+
+// A dump that prints each goroutine of a stored dump three times, under
+// fresh ids, as a pool does: the copies share one RuntimeThread (and one
+// stack), and each goroutine's facts are what it has read alone.
+func TestGoroutinesShareRuntime(t *testing.T) {
+	for _, name := range []string{"abba_sigquit.txt", "leak_sigquit.txt", "abba_sigquit_system.txt", "go119_abba_sigquit.txt"} {
+		b, err := os.ReadFile(filepath.Join("..", "testdata", "dumps", "goroutines", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var blocks []string
+		for _, blk := range strings.Split(strings.ReplaceAll(string(b), "\r\n", "\n"), "\n\n") {
+			if strings.HasPrefix(blk, "goroutine ") && !strings.HasPrefix(blk, "goroutine 0 ") {
+				blocks = append(blocks, blk[strings.IndexByte(blk[len("goroutine "):], ' ')+len("goroutine "):])
+			}
+		}
+		var big strings.Builder
+		alone := map[int]*Thread{}
+		id := 1
+		for _, blk := range blocks {
+			snap, _, err := ParseGoroutines(strings.NewReader("goroutine 1" + blk + "\n"))
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			for range 3 {
+				alone[id] = snap.Processes[0].Threads[0]
+				big.WriteString("goroutine " + strconv.Itoa(id) + blk + "\n\n")
+				id++
+			}
+		}
+		snap, _, err := ParseGoroutines(strings.NewReader(big.String()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		threads := snap.Processes[0].Threads
+		if len(threads) != len(alone) || len(threads) < 6 {
+			t.Fatalf("%s: %d goroutines, want %d", name, len(threads), len(alone))
+		}
+		for i, th := range threads {
+			a := alone[th.Tid]
+			if a == nil || !reflect.DeepEqual(*th.Goroutine(), *a.Goroutine()) || !reflect.DeepEqual(th.Stack, a.Stack) {
+				t.Fatalf("%s: goroutine %d: %+v, read alone %+v", name, th.Tid, th.Goroutine(), a)
+			}
+			if i%3 > 0 && (th.Runtime != threads[i-1].Runtime || &th.Stack[0] != &threads[i-1].Stack[0]) {
+				t.Errorf("%s: goroutine %d does not share the runtime facts or stack of its copy %d", name, th.Tid, threads[i-1].Tid)
+			}
+		}
 	}
 }
