@@ -23,8 +23,9 @@ const peerScanBudget = 3 * time.Second
 
 // crossProcess adds what a blocked thread's wait says about other
 // processes: for wait4/waitid the child it names, for a poll, select or
-// epoll wait the fds it watches, and for a wait on pipes or sockets the
-// processes holding their other ends (Wait.PeerPids).
+// epoll wait the fds it watches, for a wait on pipes or sockets the
+// processes holding their other ends, and for a file lock its holders
+// (Wait.PeerPids).
 func (s *sampler) crossProcess(tg *target, w *stacks.Wait, sc syscallState) {
 	if w == nil {
 		return
@@ -37,6 +38,10 @@ func (s *sampler) crossProcess(tg *target, w *stacks.Wait, sc syscallState) {
 		return
 	case "waitid":
 		w.ChildPid = waitidChild(tg.pid, sc.Args[0], sc.Args[1])
+		return
+	}
+	if fileLockWait(w.Syscall, sc.Args[1]) {
+		w.PeerPids = fileLockHolders(tg.pid, w.Fd)
 		return
 	}
 	wants := waitFds(tg, w, sc)

@@ -42,6 +42,9 @@ func fdText(f threadFacts) string {
 		return ""
 	}
 	switch {
+	case isFileLockCall(w.Syscall) && len(w.PeerPids) > 0:
+		// a file lock's holders (attach/filelocks.go): whom it waits for
+		return fmt.Sprintf("`%s`, whose lock pid %s holds", w.FdTarget, joinInts(w.PeerPids))
 	case fdSyscalls[w.Syscall] && w.FdTarget != "":
 		return fmt.Sprintf("fd %d (`%s`)", w.Fd, w.FdTarget)
 	case fdSyscalls[w.Syscall]:

@@ -59,7 +59,7 @@ func (a *analysis) ProcessWaits() []ProcessWait {
 type procWait struct {
 	from ThreadRef
 	to   *stacks.Process
-	kind string // "child", "pipe-read", "pipe-write", "socket"
+	kind string // "child", "pipe-read", "pipe-write", "socket", "file-lock"
 	// peers are all the processes at the other end of a pipe or socket
 	// (Wait.PeerPids): the wait ends when any of them writes or reads;
 	// for a wait4 or waitid, the children it waits for.
@@ -126,6 +126,8 @@ func procWaits(a *analysis, p *stacks.Process) (ws []procWait, unsampled []int) 
 		case len(w.PeerPids) > 0 && f.kind == wkIO && len(w.Fds) == 0 && w.FdTarget != "":
 			kind := "socket"
 			switch {
+			case isFileLockCall(w.Syscall):
+				kind = "file-lock"
 			case strings.HasPrefix(w.FdTarget, "pipe:") && isWriteCall(w.Syscall):
 				kind = "pipe-write"
 			case strings.HasPrefix(w.FdTarget, "pipe:"):
@@ -142,6 +144,10 @@ func procWaits(a *analysis, p *stacks.Process) (ws []procWait, unsampled []int) 
 	}
 	return ws, unsampled
 }
+
+// isFileLockCall: the call waits for a file lock (a blocked fcntl is
+// F_SETLKW or F_OFD_SETLKW: attach/filelocks.go).
+func isFileLockCall(call string) bool { return call == "flock" || call == "fcntl" || call == "fcntl64" }
 
 func isWriteCall(call string) bool {
 	switch call {

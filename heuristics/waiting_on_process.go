@@ -37,7 +37,9 @@ WNOHANG and a deadline (or a pidfd in poll), and kill a child that misses it.`,
 }
 
 func matchWaitingOnProcess(a *analysis) []Diagnosis {
-	var out []Diagnosis
+	// A ring is a root, and the waits on it follow it: rings come first
+	// whatever the order of the processes in the snapshot.
+	var ringDs, out []Diagnosis
 	stuck := stuckProcs(a)
 	rings := map[int]bool{} // by the pid that starts the ring
 	for _, p := range a.Snap.Processes {
@@ -45,7 +47,7 @@ func matchWaitingOnProcess(a *analysis) []Diagnosis {
 		if s := stuck[p.Pid]; s != nil && s.ring != nil {
 			if first := s.ring[0].from.Proc.Pid; !rings[first] {
 				rings[first] = true
-				out = append(out, ringDiagnosis(a, s.ring))
+				ringDs = append(ringDs, ringDiagnosis(a, s.ring))
 			}
 			continue
 		}
@@ -76,7 +78,7 @@ func matchWaitingOnProcess(a *analysis) []Diagnosis {
 			out = append(out, d)
 		}
 	}
-	return out
+	return append(ringDs, out...)
 }
 
 // subject names the waiting thread for a summary: its process when it
@@ -119,6 +121,8 @@ func (w procWait) link() string {
 		return fmt.Sprintf("blocks in `%s` on a full pipe (%s) whose read end %s%s holds", wt.Syscall, fd, only, to)
 	case "socket":
 		return fmt.Sprintf("blocks in `%s` on a socket (%s) whose other end %s%s holds", wt.Syscall, fd, only, to)
+	case "file-lock":
+		return fmt.Sprintf("blocks in `%s` for a lock on a file (%s) that %s holds", wt.Syscall, fd, to)
 	}
 	return fmt.Sprintf("blocks in `%s` on %s, whose other end %s%s holds", wt.Syscall, fd, only, to)
 }
@@ -219,6 +223,9 @@ func waitEvidence(w procWait) []string {
 			what = fmt.Sprintf("pid %d", wt.ChildPid)
 		}
 		ev = append(ev, fmt.Sprintf("%s is in `%s` for %s; pid %d's parent is %d", threadLabel(t), wt.Syscall, what, w.to.Pid, w.to.PPid))
+	case "file-lock":
+		ev = append(ev, fmt.Sprintf("%s of pid %d blocks in `%s` on fd %d (`%s`); the lock is held by pid %s (read from /proc/locks)",
+			threadLabel(t), w.from.Proc.Pid, wt.Syscall, wt.Fd, wt.FdTarget, joinInts(w.peers)))
 	default:
 		ev = append(ev, fmt.Sprintf("%s of pid %d blocks in `%s` on fd %d (`%s`); the other end is held by pid %s (read from every process's open fds)",
 			threadLabel(t), w.from.Proc.Pid, wt.Syscall, wt.Fd, wt.FdTarget, joinInts(w.peers)))
@@ -232,6 +239,11 @@ func boundWaitFix(hops []procWait) string {
 	switch hops[0].kind {
 	case "child":
 		return "Bound the wait for the child: waitpid with WNOHANG and a deadline (or a pidfd in poll with a timeout), then kill it and report the hang; a test runner's per-test timeout does this."
+	case "file-lock":
+		if len(hops) > 1 {
+			return "Take the file locks in one order in every process (these take them in opposite orders; flock and OFD locks are never refused with EDEADLK as POSIX fcntl locks are), or take the second with LOCK_NB / F_OFD_SETLK and back off."
+		}
+		return "Find why the holder keeps the file locked (its own verdict says what it waits for); wait for the lock with a deadline (LOCK_NB in a loop, `flock -w SECONDS`) and report who holds it instead of hanging."
 	case "pipe-write":
 		return "Do not block writing to a pipe the other side may never drain: drain it while waiting (communicate(), not wait(), in Python's subprocess), or write with a timeout."
 	}
@@ -370,6 +382,9 @@ func waitRefs(ws []procWait) []string {
 			if w.kind == "pipe-write" {
 				add("https://docs.python.org/3/library/subprocess.html#subprocess.Popen.wait")
 			}
+		case "file-lock":
+			add("https://man7.org/linux/man-pages/man2/flock.2.html")
+			add("https://man7.org/linux/man-pages/man2/fcntl.2.html")
 		default:
 			add("https://man7.org/linux/man-pages/man7/socket.7.html")
 			add("https://man7.org/linux/man-pages/man2/poll.2.html")

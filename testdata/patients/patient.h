@@ -44,6 +44,7 @@
 #define PATIENT_SYS_RT_SIGSUSPEND 130
 #define PATIENT_SYS_RECVFROM 45
 #define PATIENT_SYS_WAIT4 61
+#define PATIENT_SYS_FLOCK 73
 #else
 /* Elsewhere (arm64 under qemu-user, where /proc shows the host's
  * syscalls, not the guest's) a patient only checks that the thread
@@ -56,6 +57,7 @@
 #define PATIENT_SYS_RT_SIGSUSPEND PATIENT_ANY_SYSCALL
 #define PATIENT_SYS_RECVFROM PATIENT_ANY_SYSCALL
 #define PATIENT_SYS_WAIT4 PATIENT_ANY_SYSCALL
+#define PATIENT_SYS_FLOCK PATIENT_ANY_SYSCALL
 #endif
 
 #define PATIENT_NOINLINE __attribute__((noinline, noclone))
