@@ -166,10 +166,10 @@ func (r *Rule) match(a *analysis, d *Diagnosis) (string, bool) {
 	for i, x := range re.locks {
 		ok := false
 		for _, ref := range named {
-			for _, w := range threadWaits(ref.Thread) {
-				if w.Mutex != nil && w.Mutex.Symbol != "" && x.MatchString(w.Mutex.Symbol) {
+			for _, sym := range waitLockSymbols(ref.Thread) {
+				if x.MatchString(sym) {
 					ok = true
-					why = append(why, fmt.Sprintf("lock `%s` (%s)", w.Mutex.Symbol, r.Locks[i]))
+					why = append(why, fmt.Sprintf("lock `%s` (%s)", sym, r.Locks[i]))
 					break
 				}
 			}
@@ -202,6 +202,22 @@ func threadWaits(t *stacks.Thread) []*stacks.Wait {
 		if s.Wait != nil {
 			out = append(out, s.Wait)
 		}
+	}
+	return out
+}
+
+// waitLockSymbols are the symbols of the locks a thread waits on: its
+// waits' mutexes (a live attach reads them), else the lock its wait
+// frames' arguments name (a pasted gdb dump: `__lock (l=0x… <sym>)`).
+func waitLockSymbols(t *stacks.Thread) []string {
+	var out []string
+	for _, w := range threadWaits(t) {
+		if w.Mutex != nil && w.Mutex.Symbol != "" {
+			out = append(out, w.Mutex.Symbol)
+		}
+	}
+	if l, _, ok := waitArgLock(t); ok && l.Symbol != "" {
+		out = append(out, l.Symbol)
 	}
 	return out
 }

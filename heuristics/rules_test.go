@@ -23,6 +23,28 @@ func ruleSnap(forked bool, modules []string, cmdline []string, frames ...string)
 	return nbSnap(true, p)
 }
 
+// withLockArg gives the frames named fn of every sample of the snapshot's
+// threads the argument name=value, as gdb prints one, and drops the
+// threads' waits' syscalls: a pasted dump names its lock only so.
+func withLockArg(snap *stacks.Snapshot, fn, name, value string) *stacks.Snapshot {
+	for _, p := range snap.Processes {
+		for _, t := range p.Threads {
+			stacksOf := [][]stacks.Frame{t.Stack}
+			for i := range t.Samples {
+				stacksOf = append(stacksOf, t.Samples[i].Stack)
+			}
+			for _, st := range stacksOf {
+				for i := range st {
+					if st[i].Func == fn {
+						st[i].Args = []stacks.Arg{stacks.NewArg(name, value)}
+					}
+				}
+			}
+		}
+	}
+	return snap
+}
+
 // refined applies the built-in rules to one base diagnosis naming
 // thread 200 of pid 200, and returns it.
 func refined(snap *stacks.Snapshot, base string, rules ...Rule) Diagnosis {
@@ -80,6 +102,10 @@ func TestBuiltinRulesMatchTheRealBugs(t *testing.T) {
 		{"grpc-fork", "fork-inherited-lock",
 			ruleSnap(true, nil, nil, "__lll_lock_wait", "pthread_mutex_lock", "gpr_mu_lock", "grpc_core::ExecCtx::Flush()", "main"),
 			ruleSnap(false, nil, nil, "__lll_lock_wait", "pthread_mutex_lock", "gpr_mu_lock", "grpc_core::ExecCtx::Flush()", "main"), ""},
+		// a paste's lock, named by the lock frame's argument only
+		{"appscope-internal-libc-fork", "fork-inherited-lock",
+			withLockArg(ruleSnap(true, nil, nil, "__syscall4", "__futexwait", "__lock", "rdlock", "__libc_malloc_impl", "cJSON_New_Item", "periodic"), "__futexwait", "addr", "0x7fface63d728 <scopelibc___malloc_lock>"),
+			withLockArg(ruleSnap(true, nil, nil, "__syscall4", "__futexwait", "__lock", "rdlock", "__libc_malloc_impl", "cJSON_New_Item", "periodic"), "__futexwait", "addr", "0x7fface63d728 <__malloc_lock>"), ""},
 		{"pybind11-gil-scoped-acquire-held", "self-deadlock",
 			ruleSnap(false, nil, nil, "__psynch_cvwait", "_pthread_cond_wait", "take_gil", "PyEval_AcquireThread", "pybind11::gil_scoped_acquire::gil_scoped_acquire", "main"),
 			ruleSnap(false, nil, nil, "__psynch_cvwait", "_pthread_cond_wait", "take_gil", "PyEval_RestoreThread", "time_sleep", "main"), ""},
