@@ -14,18 +14,21 @@ func init() {
 		Title: "Waits on another process that is stuck",
 		Explain: `A thread waits on another process: a parent in wait4 or waitid for its child, a
 reader on a pipe or a socket whose other end that process holds (a writer on a
-full pipe, for its reader). hangdoc follows the wait: when the process waited on
+full pipe, for its reader), a thread in flock(2) or a blocking fcntl lock for
+the file lock that process holds. hangdoc follows the wait: when the process waited on
 is stuck itself (a lock signature names it, it spins, it is stuck in a driver
 after fork, or it waits in turn on a stuck process), the waiter is stuck for as
 long as it is, and the verdict links the two: "pid 4120 waits for its child
 pid 4121, which is stuck in fork-inherited-lock: …". The root cause is that
 other diagnosis, which comes first; this one says whom it holds up. Processes
 that wait on each other in a ring (a parent in waitpid for a child that blocks
-writing to a full pipe only the parent reads) are a deadlock of their own.
+writing to a full pipe only the parent reads; two processes that take two file
+locks in opposite orders) are a deadlock of their own.
 When the child waited on is not stuck (it runs, sleeps on a timer, waits on
 I/O), the verdict says so and claims no deadlock. A live attach of the whole
 tree (hangdoc attach --tree PID) gives the evidence: pipe and socket peers are
-read from every process's open fds, /proc/net/tcp and the kernel's sock_diag.`,
+read from every process's open fds, /proc/net/tcp and the kernel's sock_diag,
+file lock holders from /proc/locks.`,
 		Fix: `Fix the process at the end of the chain first: its own diagnosis says how. Then
 bound the wait, so that a stuck peer fails the waiter instead of hanging it
 too: a timeout on the read (poll with a timeout, SO_RCVTIMEO), waitpid with
