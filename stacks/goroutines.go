@@ -46,7 +46,7 @@ import (
 // before).
 func ParseGoroutines(r io.Reader) (*Snapshot, []Skipped, error) {
 	p := &goParser{intern: map[string]string{}}
-	readErr := scanTextLines(r, p.line)
+	readErr := scanLinesAhead(r, p.line)
 	p.eof()
 	var snap *Snapshot
 	if len(p.procs) > 0 {
@@ -55,6 +55,53 @@ func ParseGoroutines(r io.Reader) (*Snapshot, []Skipped, error) {
 	}
 	snap, err := readResult(snap, readErr, p.emptyError)
 	return snap, p.skipped.list, err
+}
+
+// scanLinesAhead is scanTextLines with the lines read (and cleaned) in
+// a goroutine of their own, a batch ahead of fn: on two cores reading
+// and parsing a large dump overlap. Lines are strings, handed over as
+// they are.
+func scanLinesAhead(r io.Reader, fn func(textLine)) error {
+	const batch = 512
+	full := make(chan []textLine, 4)
+	free := make(chan []textLine, 5)
+	var err error
+	go func() {
+		defer close(full)
+		sc := newLineScanner(r)
+		for {
+			var b []textLine
+			select {
+			case b = <-free:
+				b = b[:0]
+			default:
+				b = make([]textLine, 0, batch)
+			}
+			for len(b) < batch {
+				l, ok := sc.next()
+				if !ok {
+					err = sc.err
+					if len(b) > 0 {
+						full <- b
+					}
+					return
+				}
+				b = append(b, l)
+			}
+			full <- b
+		}
+	}()
+	for b := range full {
+		for _, l := range b {
+			fn(l)
+		}
+		clear(b) // the lines are not kept by the batch once parsed
+		select {
+		case free <- b:
+		default:
+		}
+	}
+	return err // written before full was closed
 }
 
 // goPending is a line waiting for the location line under it.
