@@ -52,14 +52,26 @@ type analysis struct {
 
 // newAnalysis indexes a snapshot and builds its wait-for graph.
 func newAnalysis(snap *stacks.Snapshot) *analysis {
-	a := &analysis{Snap: snap, src: source{snap.Source}, procs: map[int]*stacks.Process{}, threads: map[int][]ThreadRef{}, procOf: map[*stacks.Thread]*stacks.Process{},
+	n := 0
+	for _, p := range snap.Processes {
+		n += len(p.Threads)
+	}
+	// sized once: a dump of 100,000 goroutines would grow them a dozen times
+	a := &analysis{Snap: snap, src: source{snap.Source}, procs: map[int]*stacks.Process{}, threads: make(map[int][]ThreadRef, n), procOf: make(map[*stacks.Thread]*stacks.Process, n),
 		rules: builtinRules(), facts: map[*stacks.Thread]*threadFact{}, results: map[string]any{}, lockWaiters: map[*stacks.Process][]ThreadRef{}}
+	refs := make([]ThreadRef, 0, n) // one array under every tid's slice; a repeated tid's is copied out (clipped)
 	for _, p := range snap.Processes {
 		if _, dup := a.procs[p.Pid]; !dup {
 			a.procs[p.Pid] = p
 		}
 		for _, t := range p.Threads {
-			a.threads[t.Tid] = append(a.threads[t.Tid], ThreadRef{Proc: p, Thread: t})
+			r := ThreadRef{Proc: p, Thread: t}
+			if have := a.threads[t.Tid]; have != nil {
+				a.threads[t.Tid] = append(have, r)
+			} else {
+				refs = append(refs, r)
+				a.threads[t.Tid] = refs[len(refs)-1 : len(refs) : len(refs)]
+			}
 			a.procOf[t] = p
 		}
 	}

@@ -38,16 +38,25 @@ func findArgRelocks(a *analysis) []argRelock { return result(a, "stack relocks",
 
 func detectArgRelocks(a *analysis) []argRelock {
 	var out []argRelock
+	type found struct {
+		r  argRelock
+		ok bool
+	}
+	memo := map[factKey]found{}
 	for p, t := range a.liveThreads() {
-		if signalFrame(t.Stack) >= 0 {
-			continue
-		}
-		if r, ok := a.addrRelock(t); ok {
-			r.ref = ThreadRef{p, t}
-			out = append(out, r)
-		} else if r, ok := exprRelock(t); ok {
-			r.ref = ThreadRef{p, t}
-			out = append(out, r)
+		f := perStack(memo, t, func() found {
+			if signalFrame(t.Stack) >= 0 {
+				return found{}
+			}
+			if r, ok := a.addrRelock(t); ok {
+				return found{r, true}
+			}
+			r, ok := exprRelock(t)
+			return found{r, ok}
+		})
+		if f.ok {
+			f.r.ref = ThreadRef{p, t}
+			out = append(out, f.r)
 		}
 	}
 	return out

@@ -72,6 +72,24 @@ func (a *analysis) fact(t *stacks.Thread) *threadFact {
 	return f
 }
 
+// perStack returns what f, a reading of t's stack and wait alone, says
+// of t: computed once for threads whose facts are shared (sharedKey) and
+// that show no returned calls, so a detector's loop over 100,000
+// goroutines reads each distinct stack once. What f returns is copied
+// to every thread alike: it must not name t.
+func perStack[V any](memo map[factKey]V, t *stacks.Thread, f func() V) V {
+	k, ok := sharedKey(t)
+	if !ok || len(t.Returned) > 0 {
+		return f()
+	}
+	if v, ok := memo[k]; ok {
+		return v
+	}
+	v := f()
+	memo[k] = v
+	return v
+}
+
 // wait is waitOf(t), once per snapshot.
 func (a *analysis) wait(t *stacks.Thread) (waitClass, int) {
 	f := a.fact(t)

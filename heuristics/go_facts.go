@@ -75,14 +75,17 @@ func buildGoProcs(a *analysis) []*goProc {
 	memo := map[gorKey]gorFacts{}
 	for _, p := range a.Snap.Processes {
 		var gp *goProc
+		var slab []gor // the process's gors, allocated at once
 		for _, t := range p.Threads {
 			if t.Goroutine() == nil {
 				continue
 			}
 			if gp == nil {
-				gp = &goProc{p: p, byID: map[int]*gor{}}
+				gp = &goProc{p: p, byID: make(map[int]*gor, len(p.Threads)), all: make([]*gor, 0, len(p.Threads))}
+				slab = make([]gor, 0, len(p.Threads))
 			}
-			g := newGorMemo(p, t, memo)
+			slab = append(slab, newGorMemo(p, t, memo))
+			g := &slab[len(slab)-1]
 			gp.all = append(gp.all, g)
 			if t.Tid != 0 {
 				gp.byID[t.Tid] = g
@@ -113,17 +116,17 @@ type gorFacts struct {
 }
 
 // newGorMemo is newGor, reading the stack once for goroutines alike.
-func newGorMemo(p *stacks.Process, t *stacks.Thread, memo map[gorKey]gorFacts) *gor {
+func newGorMemo(p *stacks.Process, t *stacks.Thread, memo map[gorKey]gorFacts) gor {
 	if len(t.Stack) == 0 {
-		return newGor(p, t)
+		return *newGor(p, t)
 	}
 	k := gorKey{&t.Stack[0], len(t.Stack), t.Goroutine().Status, t.Goroutine().CreatedBy.Func, t.Tid == 0}
 	if f, ok := memo[k]; ok {
-		return &gor{ref: ThreadRef{Proc: p, Thread: t}, t: t, g: t.Goroutine(), obj: t.Goroutine().Object, wait: f.wait, kind: f.kind, system: f.system}
+		return gor{ref: ThreadRef{Proc: p, Thread: t}, t: t, g: t.Goroutine(), obj: t.Goroutine().Object, wait: f.wait, kind: f.kind, system: f.system}
 	}
 	g := newGor(p, t)
 	memo[k] = gorFacts{g.wait, g.kind, g.system}
-	return g
+	return *g
 }
 
 func newGor(p *stacks.Process, t *stacks.Thread) *gor {
