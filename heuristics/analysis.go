@@ -313,6 +313,13 @@ func (a *analysis) LockDiagnosed(p *stacks.Process) bool {
 		for _, r := range findArgRelocks(a) {
 			mark(r.ref)
 		}
+		none := func(*stacks.Process) bool { return false }
+		for _, c := range findOwnerlessTails(a, none) {
+			mark(c.tail)
+		}
+		for _, c := range pyImportCycles(a, none) {
+			mark(c.waiter)
+		}
 		for _, p := range a.Snap.Processes {
 			if len(a.stuckLockWaiters(p)) > 0 || runtimeClaims(a, p) {
 				a.lockPids[p] = true
@@ -405,6 +412,9 @@ func (a *analysis) findStuckLockWaiters(p *stacks.Process) []ThreadRef {
 		}
 		if a.namedOwner(t) {
 			return nil // the owner-based rules speak
+		}
+		if _, ok := a.findPyImportCycle(p, t); ok {
+			return nil // it waits for another thread's import (py_import_cycle.go)
 		}
 		if lock && !reentered[t] {
 			waiters = append(waiters, ThreadRef{Proc: p, Thread: t})

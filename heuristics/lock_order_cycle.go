@@ -135,6 +135,11 @@ func matchLockOrderCycle(a *analysis) []Diagnosis {
 			ds = append(ds, d)
 		}
 	}
+	// A module lock waiter and the thread running that import
+	// (py_import_cycle.go).
+	for _, c := range pyImportCycles(a, func(p *stacks.Process) bool { return inCycle[p] || claimed[p.Pid] }) {
+		ds = append(ds, pyImportCycleDiagnosis(a, c))
+	}
 	// No owner recorded (a pasted dump, lock elision): several threads of
 	// a process wait on locks and nothing else could release them.
 	for _, p := range a.Snap.Processes {
