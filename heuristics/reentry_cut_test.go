@@ -136,3 +136,31 @@ func TestSleepingFromOneFrameIsLow(t *testing.T) {
 		t.Errorf("a sleep with its callers: top %s (%s), want sleeping (medium)", d.ID, d.Confidence)
 	}
 }
+
+// A handler known by its (sig, info, context) arguments waits for a spin
+// lock of the program's own (a compare-and-swap loop, no futex, no
+// library the vocabulary knows) and the paste ends in the handler: the
+// paste's only thread, so nothing in sight holds the lock but the code the
+// signal interrupted (low). Shown with the interrupted frames (which do
+// not take the lock), or beside another thread that could hold it, it is
+// no re-entry. Written by hand in gdb's format, with other names than the
+// report it was found on (hpctoolkit#5).
+func TestReentryHandlerOwnLockCut(t *testing.T) {
+	handler := "#0  0x00007f0000001000 in spin_lock (l=0x7f0000090d48 <stats_lock>) at src/spin.h:40\n" +
+		"#1  0x00007f0000001100 in stats_add (n=3) at src/stats.c:88\n" +
+		"#2  0x00007f0000001200 in on_timer_tick (sig=34, siginfo=0x7ffd00002a70, uc=0x7ffd00002940) at src/timer.c:120\n"
+	d, ok := top(parseDump(t, handler))
+	if !ok || d.ID != "signal-handler-reentry" || d.Confidence != Low {
+		t.Fatalf("handler over a cut: top %s (%s) %s, want signal-handler-reentry (low)", d.ID, d.Confidence, d.Summary)
+	}
+	has(t, "summary", d.Summary, "stats_lock", "on_timer_tick", "no other thread in the paste")
+	shown := handler + "#3  <signal handler called>\n#4  0x00007f0000001300 in poll () from /lib64/libc.so.6\n#5  0x0000000000401000 in main ()\n"
+	if d, ok := top(parseDump(t, shown)); ok && d.ID == "signal-handler-reentry" {
+		t.Errorf("interrupted in poll, which takes no lock: %s %s", d.ID, d.Summary)
+	}
+	two := "Thread 2 (Thread 0x7f0000002700 (LWP 2002)):\n" + handler +
+		"\nThread 1 (Thread 0x7f0000001740 (LWP 2001)):\n#0  0x00007f0000001400 in stats_flush (fd=3) at src/stats.c:120\n#1  0x0000000000401000 in main ()\n"
+	if d, ok := top(parseDump(t, two)); ok && d.ID == "signal-handler-reentry" {
+		t.Errorf("another thread could hold the lock: %s %s", d.ID, d.Summary)
+	}
+}

@@ -77,6 +77,15 @@ func detectReentries(a *analysis) []reentry {
 			// not shown: most likely that library, holding the lock.
 			r.held, r.family, r.unseen = min(below, len(t.Stack)-1), fam, true
 			found = append(found, r)
+		} else if !interruptedShown(t, below) && threadCount(p) == 1 {
+			// The handler waits for a lock of the program's own (a
+			// logger's, a profiler's buffer lock), nothing the
+			// signal interrupted is shown, and no other thread is in
+			// sight to hold it: the handler took a lock that is not
+			// async-signal-safe, most likely held by the code it
+			// interrupted on this very thread.
+			r.held, r.unseen = min(below, len(t.Stack)-1), true
+			found = append(found, r)
 		}
 	}
 	return found
@@ -202,6 +211,15 @@ func matchSignalReentry(a *analysis) []Diagnosis {
 				ran,
 				fmt.Sprintf("the handler calls `%s`, which waits for the %s lock", asker, r.family),
 				"a signal handler that takes a lock of a library that is not async-signal-safe waits for ever when the signal arrived while its own thread held that lock",
+			}
+			if r.family == "" { // the program's own lock, the paste's only thread
+				d.Summary = fmt.Sprintf("%s waits for %s in `%s` %s, and no other thread in the paste could hold it: a lock taken in a signal handler is not async-signal-safe, and the signal most likely interrupted the thread while it held it (the interrupted frames are not in the paste)",
+					threadLabel(t), waitLockName(t), asker, inside)
+				d.Chain = []string{
+					ran,
+					fmt.Sprintf("the handler calls `%s`, which waits for %s", asker, waitLockName(t)),
+					"it is the only thread in the paste: the holder is most likely the code the signal interrupted, which cannot run on until the handler returns",
+				}
 			}
 			d.Evidence = []string{"the frames below the signal frame are cut or have no symbols: a paste with them would show whether the interrupted code holds the lock"}
 			d.Hints = []Hint{attachHint(r.waiter.Proc.Pid, "to see whether the interrupted code holds the lock")}
