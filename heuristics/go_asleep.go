@@ -43,6 +43,9 @@ type goAsleepFinding struct {
 // WaitGroup or send blocked a minute or more: traffic wakes them, not
 // the blocked ones.
 func goAsleep(gp *goProc) *goAsleepFinding {
+	if gp.fragment() {
+		return nil // "every goroutine" cannot be read from some of them
+	}
 	f := &goAsleepFinding{runtimeSaid: strings.Contains(gp.p.Message, "all goroutines are asleep")}
 	telling, long := false, false
 	for _, g := range gp.user() {

@@ -98,6 +98,22 @@ func buildGoProcs(a *analysis) []*goProc {
 	return out
 }
 
+// fragment: the dump holds some goroutines of the program, not all: it
+// prints goroutine ids (a goroutine dump) but not goroutine 1, which
+// runs main for as long as the program lives, and no runtime message
+// says it is whole. A paste of the stuck goroutine alone is one.
+func (gp *goProc) fragment() bool {
+	if gp.p.Message != "" || gp.byID[1] != nil {
+		return false
+	}
+	for _, g := range gp.all {
+		if g.t.Tid <= 0 {
+			return false // ids not printed: completeness not known either way
+		}
+	}
+	return len(gp.all) > 0
+}
+
 // gorKey is what a gor's wait, kind and system flag depend on: the
 // stack (by the identity of the []Frame a parser shares among equal
 // stacks), the status, the go statement's function, a missing id.

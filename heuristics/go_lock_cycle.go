@@ -29,6 +29,10 @@ type goLockCycle struct {
 	// scope >= 0: a hold-and-wait of one goroutine (go_hold_wait.go),
 	// the index of the frame that holds the other lock.
 	scope int
+	// writerPref: the fallback through an RWMutex's waiting writer
+	// (goWriterPrefCycle): steps are a reader, the writer, and the
+	// goroutines waiting on other locks.
+	writerPref bool
 }
 
 func isGoLockWait(kind string) bool {
@@ -103,6 +107,9 @@ func goLockCycles(gp *goProc) []goLockCycle {
 		}
 	}
 	if len(waiters) < 2 || len(objs) < 2 {
+		if c, ok := goWriterPrefCycle(gp); ok {
+			return []goLockCycle{c}
+		}
 		return goHoldWaits(gp)
 	}
 	holders := goHolders(gp, objs)
@@ -169,6 +176,40 @@ func goLockCycles(gp *goProc) []goLockCycle {
 	return []goLockCycle{c}
 }
 
+// goWriterPrefCycle: a dump that names no lock object shows a reader
+// queued behind the one writer waiting on an RWMutex, and goroutines
+// waiting on other locks, each for a minute or more, nothing running or
+// waiting on I/O. A writer-preferring RWMutex makes a new reader wait
+// for the writer, and the writer for the read lock already held: by the
+// reader itself (a recursive RLock, goUnknownRLocks) or by a goroutine
+// blocked on another lock; with such a goroutine in sight the second
+// is the likely one, a cycle through the writer.
+func goWriterPrefCycle(gp *goProc) (goLockCycle, bool) {
+	var readers, writers, others []*gor
+	for _, g := range gp.user() {
+		switch {
+		case g.obj != 0:
+			return goLockCycle{}, false // named objects: the pointer-based search decides
+		case g.kind == stacks.GoWaitRLock && g.g.WaitMinutes > 0:
+			readers = append(readers, g)
+		case g.kind == stacks.GoWaitWLock && g.g.WaitMinutes > 0:
+			writers = append(writers, g)
+		case g.kind == stacks.GoWaitMutex && g.g.WaitMinutes > 0:
+			others = append(others, g)
+		case !g.blockedForever() && g.kind != stacks.GoWaitSleep:
+			return goLockCycle{}, false // it runs or waits on I/O: it may release one
+		}
+	}
+	if len(readers) == 0 || len(writers) != 1 || len(others) == 0 {
+		return goLockCycle{}, false
+	}
+	c := goLockCycle{scope: -1, writerPref: true}
+	for _, g := range append(append([]*gor{readers[0], writers[0]}, others...), readers[1:]...) {
+		c.steps = append(c.steps, goLockStep{waiter: g})
+	}
+	return c, true
+}
+
 const goLockFix = "Lock these mutexes in one fixed order everywhere: where code needs two at once, order them " +
 	"by a stable key (an id, never the argument order) before locking, or guard them with one lock. Go's " +
 	"mutexes record no owner: `go test -race` does not see this; a lock-order checker (sasha-s/go-deadlock) " +
@@ -190,6 +231,27 @@ func goLockCycleDiagnosis(gp *goProc, c goLockCycle) Diagnosis {
 	d := Diagnosis{ID: "lock-order-cycle", Deadlock: true, Confidence: Medium,
 		Refs: []string{"https://pkg.go.dev/sync#Mutex", "https://github.com/sasha-s/go-deadlock"}}
 	d.nameGoroutines(gs...)
+	if c.writerPref {
+		r, w := c.steps[0].waiter, c.steps[1].waiter
+		d.Confidence = Low
+		for _, s := range c.steps {
+			d.Chain = append(d.Chain, s.waiter.label()+" "+s.waiter.waitText())
+			d.Evidence = append(d.Evidence, s.waiter.stackLine())
+		}
+		d.Summary = fmt.Sprintf("most likely a lock-order cycle through a waiting writer: %s waits to read-lock an RWMutex in %s "+
+			"behind %s, which waits to write-lock one in %s, while %d other goroutine(s) wait on other locks, all for minutes, "+
+			"and nothing runs", r.label(), r.where(), w.label(), w.where(), len(c.steps)-2)
+		d.Chain = append(d.Chain,
+			"an RWMutex with a writer waiting makes every new reader wait: the writer waits for a read lock already held",
+			"that read lock is held by the reader itself (a recursive RLock) or by a goroutine that waits on another lock, "+
+				"whose holder waits in turn; with such a goroutine here, the cycle through the writer is the likely one")
+		d.Evidence = append(d.Evidence, "the dump names no lock address: which goroutine holds what is inferred from the "+
+			"waits alone (Go mutexes record no owner); a full dump with arguments (SIGQUIT, debug=2) names the locks")
+		d.Fix = "Do not hold a read lock of the RWMutex while waiting for another lock that a goroutine holding it " +
+			"(or waiting for its write lock) may need: take the locks in one order everywhere, or release the read lock first. " +
+			goLockFix
+		return d
+	}
 	if !c.inferred {
 		d.Confidence = Low
 		var parts []string

@@ -73,6 +73,9 @@ func goSelfDeadlocks(gp *goProc) []goSelf {
 			// lock; a writer waiting and no other holder: the readers
 			// holding it are among the waiting readers.
 			s.writer = writers[g.obj]
+			if s.writer != nil && !held && otherLockWaiter(gp, g, s.writer) {
+				continue // the read lock may be that waiter's: a cycle through the writer, not a recursion
+			}
 			if s.writer == nil {
 				if running || len(holders[g.obj]) > 0 {
 					continue // the writer may be the one that runs, or one that holds it
@@ -80,13 +83,39 @@ func goSelfDeadlocks(gp *goProc) []goSelf {
 				s.lone = true
 			}
 		case stacks.GoWaitMutex, stacks.GoWaitWLock:
-			if !held {
+			if !held && !loneCutLocker(gp, g) {
 				continue
 			}
+			s.lone = !held
 		}
 		out = append(out, s)
 	}
 	return out
+}
+
+// otherLockWaiter: a goroutine other than the reader and the writer of
+// an RWMutex waits for a lock of its own. A reader queued behind a
+// waiting writer is a recursive RLock only when nothing else could hold
+// the read lock the writer waits for; a goroutine that holds it while it
+// waits for another lock (whose holder waits in turn) makes a cycle
+// through the writer (writer preference), which the reader's own stack,
+// showing no earlier read lock, does not tell from recursion.
+func otherLockWaiter(gp *goProc, reader, writer *gor) bool {
+	for _, o := range gp.user() {
+		if o != reader && o != writer && isGoLockWait(o.kind) && (o.obj == 0 || o.obj != reader.obj) && o.kind != stacks.GoWaitRLock {
+			return true
+		}
+	}
+	return false
+}
+
+// loneCutLocker: g, waiting to lock a mutex, is the only goroutine of a
+// paste of some of the program's goroutines (goProc.fragment), and its
+// own stack is cut before the go statement that started it: the frames
+// that hold the lock, when it re-entered it through a callback, are
+// below the cut, and no goroutine in sight could hold it.
+func loneCutLocker(gp *goProc, g *gor) bool {
+	return len(gp.all) == 1 && gp.fragment() && g.g.CreatedBy.Func == "" && g.g.WaitMinutes > 0
 }
 
 // goUnknownRLocks: a dump that names no lock object (an abridged paste,
@@ -120,6 +149,9 @@ func goUnknownRLocks(gp *goProc) []goSelf {
 	var out []goSelf
 	for _, r := range readers {
 		switch {
+		case len(writers) == 1 && otherLockWaiter(gp, r, writers[0]):
+			// another goroutine blocked on a lock may hold the read lock
+			// the writer waits for: a cycle through the writer
 		case len(writers) == 1:
 			out = append(out, goSelf{g: r, writer: writers[0]})
 		case !others:
@@ -198,6 +230,19 @@ func goSelfDiagnosis(gp *goProc, s goSelf) Diagnosis {
 		}
 		d.Fix += ": split the inner function into a variant that expects the lock held, or take the lock once at the " +
 			"outermost call. Recursive read locking is forbidden by sync.RWMutex even though it works until a writer comes."
+	case s.lone:
+		d.Confidence = Low
+		d.Summary = fmt.Sprintf("most likely a re-entered lock: %s waits to lock %s in %s, the paste holds no other "+
+			"goroutine, and its stack is cut before the frames that could already hold it", g.label(), objText(kindNoun(g.kind), g.obj), g.where())
+		d.Chain = append(d.Chain,
+			"the paste is a fragment (no goroutine 1, no runtime message): the goroutines that could hold the lock are not in it",
+			"its own stack ends before the go statement that started it: a frame below the cut that locked the same mutex and "+
+				"called back into this code (the usual re-entry: a callback or an observer run under the lock) would hold it",
+			"a sync.Mutex is not reentrant: such a goroutine waits for itself for ever")
+		d.Evidence = append(d.Evidence, "the rest of its stack and the other goroutines (a full dump: SIGQUIT, or "+
+			"/debug/pprof/goroutine?debug=2) would show whether a frame of its own or another goroutine holds the lock")
+		d.Fix = fmt.Sprintf("Find the caller further down that holds this mutex while it calls out (to a callback, an "+
+			"observer, another package): release the lock before the call, or give %s a variant that expects it held.", g.where())
 	default:
 		d.Summary = fmt.Sprintf("%s locks %s again in %s, while a frame of its own that has not returned "+
 			"holds it (%s)", g.label(), objText(kindNoun(g.kind), g.obj), g.where(), outer)
