@@ -28,10 +28,8 @@ type analysis struct {
 	// without pids all say pid 0. A tid is only looked up within a
 	// process (threadIn) or a diagnosis's processes.
 	threads map[int][]ThreadRef
-	// procOf is each thread's process.
-	procOf map[*stacks.Thread]*stacks.Process
-	graph  *Graph
-	cycles [][]Edge
+	graph   *Graph
+	cycles  [][]Edge
 	// lockPids are the processes a lock signature explains, computed on
 	// first use.
 	lockPids map[*stacks.Process]bool
@@ -57,7 +55,7 @@ func newAnalysis(snap *stacks.Snapshot) *analysis {
 		n += len(p.Threads)
 	}
 	// sized once: a dump of 100,000 goroutines would grow them a dozen times
-	a := &analysis{Snap: snap, src: source{snap.Source}, procs: map[int]*stacks.Process{}, threads: make(map[int][]ThreadRef, n), procOf: make(map[*stacks.Thread]*stacks.Process, n),
+	a := &analysis{Snap: snap, src: source{snap.Source}, procs: map[int]*stacks.Process{}, threads: make(map[int][]ThreadRef, n),
 		rules: builtinRules(), facts: map[*stacks.Thread]*threadFact{}, results: map[string]any{}, lockWaiters: map[*stacks.Process][]ThreadRef{}}
 	refs := make([]ThreadRef, 0, n) // one array under every tid's slice; a repeated tid's is copied out (clipped)
 	for _, p := range snap.Processes {
@@ -72,7 +70,6 @@ func newAnalysis(snap *stacks.Snapshot) *analysis {
 				refs = append(refs, r)
 				a.threads[t.Tid] = refs[len(refs)-1 : len(refs) : len(refs)]
 			}
-			a.procOf[t] = p
 		}
 	}
 	a.graph = buildGraph(a)
@@ -158,10 +155,18 @@ func (a *analysis) diagProcs(d *Diagnosis) []*stacks.Process {
 	return ps
 }
 
-// Ref returns a thread of the snapshot with its process.
+// Ref returns a thread of the snapshot with its process (found under
+// its tid: a map by thread would cost a large dump another entry a
+// thread).
 func (a *analysis) Ref(t *stacks.Thread) (ThreadRef, bool) {
-	p, ok := a.procOf[t]
-	return ThreadRef{Proc: p, Thread: t}, ok
+	if t != nil {
+		for _, r := range a.threads[t.Tid] {
+			if r.Thread == t {
+				return r, true
+			}
+		}
+	}
+	return ThreadRef{Thread: t}, false
 }
 
 // Evidence is what the snapshot could give about process p: a paste

@@ -65,7 +65,7 @@ func detectGILDeadlocks(a *analysis) []gilFinding {
 			case a.running(t) && (a.Evidence(p).CPU || !t.HoldsGIL()):
 				// py-spy calls every GIL holder "active+gil", running or
 				// not: without CPU figures that is no proof it runs
-			case gilHolderBlocked(a, t):
+			case gilHolderBlocked(a, p, t):
 				holders = append(holders, ThreadRef{Proc: p, Thread: t})
 			}
 		}
@@ -103,12 +103,12 @@ func detectGILDeadlocks(a *analysis) []gilFinding {
 // or, without GIL evidence, runs Python code) and blocks in a native
 // mutex taken by native code, not by the interpreter's own locks (those
 // drop the GIL while they wait).
-func gilHolderBlocked(a *analysis, t *stacks.Thread) bool {
+func gilHolderBlocked(a *analysis, p *stacks.Process, t *stacks.Thread) bool {
 	class, caller := a.wait(t)
 	if class != waitLock || waitsForGIL(t) {
 		return false
 	}
-	if a.Evidence(a.procOf[t]).GIL {
+	if a.Evidence(p).GIL {
 		return t.HoldsGIL()
 	}
 	if !runsPython(t) {

@@ -76,7 +76,7 @@ func spinWaitIn(a *analysis, p *stacks.Process) (Diagnosis, bool) {
 func detectSpinWaitIn(a *analysis, p *stacks.Process) (Diagnosis, bool) {
 	cpuEvidence := a.Snap.Evidence.CPU
 	var spins []spinner
-	var rest []*stacks.Thread // the others' facts are copied only when a thread spins
+	spinning := map[*stacks.Thread]bool{} // the others' facts are copied only when a thread spins
 	for _, t := range p.Threads {
 		f := a.samplesOf(t)
 		if f.zombie {
@@ -84,16 +84,17 @@ func detectSpinWaitIn(a *analysis, p *stacks.Process) (Diagnosis, bool) {
 		}
 		if s, ok := asSpinner(a, f, cpuEvidence); ok {
 			spins = append(spins, s)
-		} else {
-			rest = append(rest, t)
+			spinning[t] = true
 		}
 	}
 	if len(spins) == 0 {
 		return Diagnosis{}, false
 	}
-	others := make([]threadFacts, 0, len(rest))
-	for _, t := range rest {
-		others = append(others, a.samplesOf(t))
+	others := make([]threadFacts, 0, len(p.Threads)-len(spins))
+	for _, t := range p.Threads {
+		if f := a.samplesOf(t); !f.zombie && !spinning[t] {
+			others = append(others, f)
+		}
 	}
 	// The work could be running: then it is not starved.
 	spinTids := map[int]bool{}
