@@ -203,12 +203,12 @@ func matchCollectiveStraggler(a *analysis) []Diagnosis {
 		groups[k] = append(groups[k], i)
 	}
 	if len(order) == 0 {
-		return nil
+		return matchProgressTimeout(a) // no majority: a rank's own report may still say (other processes pasted with it)
 	}
 	sort.SliceStable(order, func(i, j int) bool { return len(groups[order[i]]) > len(groups[order[j]]) })
 	major := groups[order[0]]
 	if len(major) < 2 || 2*len(major) <= len(ranks) || len(major) == len(ranks) {
-		return nil
+		return matchProgressTimeout(a)
 	}
 	inMajor := map[int]bool{}
 	for _, i := range major {

@@ -108,20 +108,21 @@ func programFrame(st []stacks.Frame) (stacks.Frame, bool) {
 }
 
 // toolClaimDiagnoses says the lock-order cycles the tools' reports claim,
-// one per process.
+// one per process (by process, not pid: two reports pasted without
+// pids are both pid 0, and each is its own claim).
 func toolClaimDiagnoses(a *analysis) []Diagnosis {
-	byPid := map[int][]toolClaim{}
-	var order []int
+	byProc := map[*stacks.Process][]toolClaim{}
+	var order []*stacks.Process
 	for _, c := range findToolClaims(a) {
-		pid := c.ref.Proc.Pid
-		if byPid[pid] == nil {
-			order = append(order, pid)
+		p := c.ref.Proc
+		if byProc[p] == nil {
+			order = append(order, p)
 		}
-		byPid[pid] = append(byPid[pid], c)
+		byProc[p] = append(byProc[p], c)
 	}
 	var ds []Diagnosis
-	for _, pid := range order {
-		cs := byPid[pid]
+	for _, p := range order {
+		cs := byProc[p]
 		first := cs[0]
 		d := Diagnosis{
 			Deadlock:   true,

@@ -58,6 +58,9 @@ func beginsCrashReport(t, next string) bool {
 	if strings.HasPrefix(t, "Incident Identifier: ") || strings.HasPrefix(t, "Thread 0 Crashed:") {
 		return true
 	}
+	if strings.HasPrefix(t, "Exception Type:") {
+		return strings.HasPrefix(next, "Exception Codes:") // an excerpt from the exception block on
+	}
 	// an excerpt of the thread sections alone: a header over frame 0
 	return strings.HasPrefix(t, "Thread ") && strings.HasPrefix(next, "0 ") && crThreadRE.MatchString(t) && crFrame0RE.MatchString(next)
 }

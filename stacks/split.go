@@ -20,6 +20,14 @@ import (
 // piece goes to its own parser, as if pasted alone; the formats that name
 // their processes themselves (lldb, eu-stack, py-spy, goroutine dumps)
 // split their own pieces.
+//
+// A block that comes again is another process, not another sample, unless
+// the tool's own repeat says so: faulthandler's dump_traceback_later
+// prints "Timeout (…)!" over each dump of the same threads (samples; the
+// same series pasted twice is, in the text, a longer series). Where a
+// tool prints no header between runs, its layout tells them: faulthandler
+// writes a blank line between one dump's threads and none between dumps
+// (fhCut), Go's runtime prints the registers last and exits (goCut).
 
 var (
 	beginGoroutineRE = regexp.MustCompile(`^goroutine \d+ (?:gp=0x[0-9a-f]+ m=(?:\d+|nil) (?:mp=0x[0-9a-f]+ )?)?\[[^\]]{1,200}\]:$`)
@@ -156,6 +164,14 @@ type pieceIDs struct {
 	// lldbThread is the thread number of the last lldb thread header
 	lldbThread string
 	rows       map[string]bool // gdb info threads row numbers of the table being read
+	// faulthandler's layout (fhCut): blank is a blank line since the last
+	// line, fhFrame the last line a frame, fhBlanks a blank line seen
+	// between a frame and the next thread's header
+	blank, fhFrame, fhBlanks bool
+	// goRegs counts the register lines in a row that end a Go signal
+	// dump, goEnded: the dump they ended is over (goCut)
+	goRegs  int
+	goEnded bool
 }
 
 // repeatKey gives the id a header line shows, "" for none.
@@ -219,6 +235,10 @@ func (g *pieceIDs) cut(format, t string) bool {
 			g.detached = true
 			return false
 		}
+		if t == "Traceback (most recent call first):" {
+			g.content = true // gdb's py-bt: a backtrace, as a frame is
+			return false
+		}
 		if _, ok := frameNumber(t); ok {
 			if g.detached && g.content {
 				return true
@@ -249,6 +269,8 @@ func (g *pieceIDs) cut(format, t string) bool {
 		}
 	}
 	if format == "faulthandler" {
+		blank := g.blank
+		g.blank = false
 		// a dump_traceback_later repeat ("Timeout (…)!" each time) is the
 		// samples of one process: its thread ids come again by design
 		if strings.HasPrefix(t, "Timeout (") {
@@ -256,9 +278,15 @@ func (g *pieceIDs) cut(format, t string) bool {
 		}
 		if faultEventRE.MatchString(t) {
 			again := g.content
-			g.content = true
+			g.content, g.fhFrame = true, false
 			return again
 		}
+		if g.fhCut(t, blank) {
+			return true
+		}
+	}
+	if format == "goroutines" && g.goCut(t) {
+		return true
 	}
 	if format == "lldb" {
 		return g.cutLLDB(t)
@@ -289,6 +317,62 @@ func (g *pieceIDs) cut(format, t string) bool {
 	g.content = true
 	return again
 }
+
+// fhCut: faulthandler writes a blank line between the threads of one
+// dump and none between two dumps (Python/traceback.c): the next dump's
+// first header (or a forked child's) comes right under the last frame.
+// Once the paste shows that blank line (a paste may lose them all), a
+// thread header right under a frame begins another dump: another
+// process, as a thread id shown again is. A dump_traceback_later
+// repeat's "Timeout (…)!" line between two dumps keeps them samples.
+func (g *pieceIDs) fhCut(t string, blank bool) bool {
+	if !faultHeaderRE.MatchString(t) {
+		g.fhFrame = strings.HasPrefix(t, "File ") || strings.HasPrefix(t, "Binary file ") || t == "<no Python frame>" || t == "..."
+		return false
+	}
+	under := g.fhFrame
+	g.fhFrame = false
+	if under && blank {
+		g.fhBlanks = true
+	}
+	if !under || blank || !g.fhBlanks || !g.content {
+		return false
+	}
+	g.seen = map[string]bool{strings.Clone(faultHeaderRE.FindStringSubmatch(t)[1]): true}
+	g.samples = false
+	return true
+}
+
+// goCut: Go's runtime ends a signal dump (SIGQUIT, a crash) with the
+// registers of the thread that took the signal, then exits; with
+// GOTRACEBACK=crash each M's section follows under a "-----" line. A
+// goroutine header, or the runtime's signal, panic or fatal error line,
+// after the registers (no "-----" between) is another run's dump:
+// another process, even when it shows the same goroutine ids.
+func (g *pieceIDs) goCut(t string) bool {
+	if isGoRegisterLine(t) {
+		g.goRegs++
+		return false
+	}
+	if g.goRegs >= goMinRegisters {
+		g.goEnded = !strings.HasPrefix(t, "-----")
+	}
+	g.goRegs = 0
+	if !g.goEnded {
+		return false
+	}
+	if strings.HasPrefix(t, "goroutine ") && beginGoroutineRE.MatchString(t) || isGoSignalLine(t) ||
+		strings.HasPrefix(t, "panic: ") || strings.HasPrefix(t, "fatal error: ") {
+		g.goEnded = false
+		return true
+	}
+	return false
+}
+
+// goMinRegisters is how many register lines in a row are the runtime's
+// register dump (amd64 prints 21, arm64 more): fewer are not told from
+// a log's lines.
+const goMinRegisters = 8
 
 // cutLLDB: one lldb session shows a thread several times (the stop
 // report's frame #0, `thread list`, then `bt all`), all one process: a
@@ -420,6 +504,7 @@ type piece struct {
 	// given, so a heading begins another piece
 	heading string
 	text    bool
+	later   bool // not the input's first piece
 }
 
 type lineAt struct{ k, no int }
@@ -454,12 +539,18 @@ func (p *piece) advance() bool {
 	if t != "" {
 		next := ""
 		if t == "{" || t == "[" || isDigit(t[0]) || strings.HasPrefix(t, "Process") || strings.HasPrefix(t, "Traceback ") ||
-			strings.HasPrefix(t, "Thread ") && strings.IndexByte(t, '(') < 0 { // a crash report's section, not gdb's header
+			strings.HasPrefix(t, "Thread ") && strings.IndexByte(t, '(') < 0 || // a crash report's section, not gdb's header
+			strings.HasPrefix(t, "Exception Type:") {
 			next = p.src.nextText(0)
 		}
 		b := ""
 		if !p.forced {
 			b = begins(t, next, p.format.Name)
+			if b == "" && p.format.Fallback && (p.text || p.later) && strings.HasPrefix(t, "(gdb) ") {
+				// gdb's prompt under a list of frames (or in a piece no
+				// detection chose: a heading's): a session pasted after it
+				b = "gdb"
+			}
 		}
 		if b == "" && (p.format.Name == "sample" || p.format.Name == "crash-report") && p.ids.content && beginSpindumpRE.MatchString(t) {
 			b = "spindump" // past a report's call graph or threads, its header lines are another report's
@@ -484,6 +575,9 @@ func (p *piece) advance() bool {
 		} else if !isFence(t) {
 			p.text = true
 		}
+	}
+	if t == "" {
+		p.ids.blank = true
 	}
 	if p.format.Name == "gdb" && t != "" && !p.count(t) {
 		return false
@@ -613,11 +707,21 @@ func (s *pieceSource) firstFormat() *Format {
 		if t == "" {
 			continue
 		}
+		before := head[:min(size-len(l.text)-1, len(head))]
 		if b := begins(t, s.nextText(i), "(start)"); b != "" {
-			if f := detect(head[:min(size-len(l.text)-1, len(head))]); f != nil && size > len(l.text)+1 {
+			if f := detect(before); f != nil && size > len(l.text)+1 {
 				return f
 			}
 			return formatNamed(b)
+		}
+		// gdb's prompt or info threads header under another dump (a
+		// list of frames, a jstack): that dump is the first piece, and
+		// the gdb session the next. Alone at the start they say nothing:
+		// detection on the whole head knows better (gdb's `blocked`)
+		if strings.HasPrefix(t, "(gdb) ") || t[0] == 'I' && infoHeadRE.MatchString(t) {
+			if f := detect(before); f != nil {
+				return f
+			}
 		}
 	}
 	return detect(head)
@@ -631,8 +735,11 @@ func (s *pieceSource) parseAll(f *Format, forced bool) (*Snapshot, []Skipped, st
 	var firstErr error
 	firstName := f.Name
 	heading := "" // of a piece that read nothing: the next dump's (another format's)
+	fhBlanks, pieces := false, 0
 	for f != nil {
-		p := &piece{src: s, format: f, forced: forced}
+		p := &piece{src: s, format: f, forced: forced, later: pieces > 0}
+		pieces++
+		p.ids.fhBlanks = fhBlanks // how the paste lays faulthandler's dumps out holds for all of them
 		if s.fill(1) {
 			if t := strings.TrimSpace(s.ahead[0].text); t != "" {
 				p.ids.cut(f.Name, t) // the piece's first line counts
@@ -642,6 +749,10 @@ func (s *pieceSource) parseAll(f *Format, forced bool) (*Snapshot, []Skipped, st
 		for p.advance() { // a parser that stopped early: the rest is its piece's
 			p.buf = p.buf[:0]
 		}
+		if snap == nil && p.heading != "" && !p.text {
+			skp = nil // a heading (and its fence) alone: it goes to the next dump, unskipped
+		}
+		fhBlanks = p.ids.fhBlanks
 		for _, x := range skp {
 			x.From, x.To = p.inputLine(x.From), p.inputLine(x.To)
 			skipped = append(skipped, x)
@@ -670,7 +781,7 @@ func (s *pieceSource) parseAll(f *Format, forced bool) (*Snapshot, []Skipped, st
 		if snap == nil {
 			heading = p.heading
 		}
-		if snap == nil && len(skp) == 0 && p.lines > 0 && p.first <= p.last {
+		if snap == nil && len(skp) == 0 && p.lines > 0 && p.first <= p.last && (p.text || p.heading == "") {
 			skipped = append(skipped, Skipped{From: p.first, To: p.last, Why: "not a " + f.Name + " dump"})
 		}
 		f = p.next

@@ -19,6 +19,11 @@ type storedDump struct {
 	in    []byte
 	procs []string // each process as procShape gives it
 	ids   []string // the diagnoses' ids, sorted
+	// series: read alone as one process in several samples of a repeat
+	// that prints nothing but the same header each time (faulthandler's
+	// dump_traceback_later, repeat=True; a sample or spindump report, a
+	// hangdoc snapshot say their process and time)
+	series bool
 }
 
 // procShape sums up a process: its threads and their frames.
@@ -66,7 +71,8 @@ func dumpsAlone(t *testing.T) []storedDump {
 		if err != nil {
 			continue // refused alone (another schema, a cut document): nothing to find in a pair
 		}
-		d := storedDump{name: filepath.Join(filepath.Base(filepath.Dir(f)), filepath.Base(f)), in: in, ids: verdictIDs(snap)}
+		d := storedDump{name: filepath.Join(filepath.Base(filepath.Dir(f)), filepath.Base(f)), in: in, ids: verdictIDs(snap),
+			series: snap.Source == "faulthandler" && snap.Samples > 1 && len(snap.Processes) == 1}
 		for _, p := range snap.Processes {
 			d.procs = append(d.procs, procShape(p))
 		}
@@ -85,20 +91,16 @@ var representatives = []string{
 	"systemd-coredump/libvirt_bots_1350_excerpt.txt",
 }
 
-// pairFloor is the share of the sampled pairs of all stored dumps that
-// read right today (measured over every pair: 97.6% before threads were
-// keyed by process; the sample of 1615 pairs 98.4% after a crash
-// report's Date/Time, an info threads table after another dump or twice,
-// and gdb's prompt after another format were told, 95.9% before; of 1706
-// pairs 98.9% after a second py-spy --json array, jstack deadlock summary
-// or go-deadlock report, Go's panic/SIGQUIT lines and eu-stack -v's
-// module map header were told, 97.5% before; 99.2% once a frame cut at
-// a paste's end, or as wide as a wrap, no longer took the next dump's
-// first line for its rest); the misses are a faulthandler Timeout
-// repeat pasted twice (the same threads: read as more samples of one
-// process), a gdb py-bt excerpt before another gdb session, a
-// hand-drawn call tree before a gdb dump.
-const pairFloor = 0.98
+// Every sampled pair must read right (the share was 97.6% before threads
+// were keyed by process; 95.9% -> 98.4% of 1615 pairs once a crash
+// report's Date/Time, an info threads table and gdb's prompt after
+// another dump were told; 97.5% -> 99.2% of 1706 pairs once py-spy
+// --json arrays, jstack summaries, go-deadlock reports, Go's lines above
+// its goroutines and eu-stack -v's map header were; 99.2% -> 100% of
+// 1719 once faulthandler's layout, Go's register dump ending a run,
+// gdb's py-bt, gdb's prompt under a list of frames, a crash report's
+// exception block and a tool's claims per process were): a pair read
+// wrong is a failure, no longer a share under a floor.
 
 // TestConcatenatedDumps: two dumps pasted one after the other are read as
 // the processes of each, in order, with the deadlock verdicts of each: a
@@ -106,7 +108,7 @@ const pairFloor = 0.98
 // that share ids (a dump with itself, two jstacks) stay each in its own
 // process. Every ordered pair of one dump per tool (each with itself too:
 // a repeated session is another process) must; of the pairs of all stored
-// dumps, a sample of one in 11 is tried against a floor.
+// dumps, a sample of one in 11 must too.
 func TestConcatenatedDumps(t *testing.T) {
 	dumps := dumpsAlone(t)
 	byName := map[string]storedDump{}
@@ -130,15 +132,11 @@ func TestConcatenatedDumps(t *testing.T) {
 			tried++
 			if msg := pairProblem(a, b); msg != "" {
 				bad++
-				t.Log(msg)
+				t.Error(msg)
 			}
 		}
 	}
-	ok := float64(tried-bad) / float64(tried)
-	t.Logf("%d of %d sampled pairs read right (%.1f%%)", tried-bad, tried, 100*ok)
-	if ok < pairFloor {
-		t.Errorf("%d of %d sampled pairs read right (%.1f%%), below the floor of %.0f%%", tried-bad, tried, 100*ok, 100*pairFloor)
-	}
+	t.Logf("%d of %d sampled pairs read right", tried-bad, tried)
 }
 
 // pairProblem reads a's text followed by b's and says what is wrong, ""
@@ -157,10 +155,18 @@ func pairProblem(a, b storedDump) string {
 		got = append(got, procShape(p))
 	}
 	want := append(append([]string{}, a.procs...), b.procs...)
+	wantIDs := append(append([]string{}, a.ids...), b.ids...)
+	if a.series && a.name == b.name {
+		// a repeat's series pasted again is that series, longer: no
+		// text tells a second run's dumps of the same threads from more
+		// samples (faulthandler prints the same "Timeout (0:00:02)!"
+		// and thread ids each time), and a repeat is samples by design
+		want, wantIDs = a.procs, a.ids
+	}
 	if !slices.Equal(got, want) {
 		return fmt.Sprintf("%s + %s (%s): processes\n got %q\nwant %q", a.name, b.name, format, got, want)
 	}
-	if ids := verdictIDs(snap); !containsAll(ids, append(append([]string{}, a.ids...), b.ids...)) {
+	if ids := verdictIDs(snap); !containsAll(ids, wantIDs) {
 		return fmt.Sprintf("%s + %s: verdicts %q, want those of each: %q and %q", a.name, b.name, ids, a.ids, b.ids)
 	}
 	return ""
