@@ -43,8 +43,8 @@ const maxLabel = 60
 type graphNode struct {
 	id    string
 	kind  nodeKind
-	lines []string // raw label lines, from the target
-	pid   int      // the process (cluster) it is drawn in; 0 for none
+	lines []string        // raw label lines, from the target
+	proc  *stacks.Process // the process (cluster) it is drawn in; nil for none
 }
 
 type graphEdge struct {
@@ -63,11 +63,49 @@ type graphCluster struct {
 	nodes []int  // indexes into waitGraph.nodes
 }
 
+// procIDs gives each process of a snapshot the part of its nodes' ids
+// that tells it from another process of the same pid (two pastes without
+// pids are both pid 0, two machines may reuse one), and each thread's
+// tid that part where an earlier process has a thread of that tid: the
+// first process of a pid, and the first thread of a tid, keep the bare
+// numbers.
+type procIDs struct {
+	suffix map[*stacks.Process]string // "" for the first process of its pid, "_2" for the second…
+	index  map[*stacks.Process]int
+	tidIn  map[int]*stacks.Process // the first process with a thread of that tid
+}
+
+func newProcIDs(snap *stacks.Snapshot) procIDs {
+	ids := procIDs{suffix: map[*stacks.Process]string{}, index: map[*stacks.Process]int{}, tidIn: map[int]*stacks.Process{}}
+	seen := map[int]int{}
+	for i, p := range snap.Processes {
+		ids.index[p] = i
+		if seen[p.Pid]++; seen[p.Pid] > 1 {
+			ids.suffix[p] = "_" + strconv.Itoa(seen[p.Pid])
+		}
+		for _, t := range p.Threads {
+			if ids.tidIn[t.Tid] == nil {
+				ids.tidIn[t.Tid] = p
+			}
+		}
+	}
+	return ids
+}
+
+// thread is the id part of a thread of p with that tid.
+func (ids procIDs) thread(p *stacks.Process, tid int) string {
+	if q := ids.tidIn[tid]; q == nil || q == p {
+		return strconv.Itoa(tid)
+	}
+	return strconv.Itoa(tid) + "_p" + strconv.Itoa(ids.index[p])
+}
+
 type waitGraph struct {
 	clusters []graphCluster // processes that have nodes, in snapshot order
 	nodes    []graphNode
 	edges    []graphEdge // waits-for and held-by edges, in graph order
 	index    map[string]int
+	ids      procIDs
 }
 
 // buildWaitGraph draws the wait-for graph the diagnoses rest on (the
@@ -83,6 +121,7 @@ func buildWaitGraph(res *heuristics.Result) *waitGraph {
 		return wg
 	}
 	snap := res.Snap
+	wg.ids = newProcIDs(snap)
 	var edges []heuristics.Edge
 	if res.Graph != nil {
 		edges = res.Graph.Edges
@@ -114,7 +153,7 @@ func buildWaitGraph(res *heuristics.Result) *waitGraph {
 			if e.To.Thread != nil {
 				to = wg.thread(e.To)
 			} else {
-				to = wg.ghost(e.From.Thread.Wait.JoinTid, e.From.Proc.Pid, "not in the snapshot")
+				to = wg.ghost(e.From.Thread.Wait.JoinTid, e.From.Proc, "not in the snapshot")
 			}
 			wg.edge(from, to, "joins", hot[e.From.Thread])
 		}
@@ -147,9 +186,11 @@ func buildWaitGraph(res *heuristics.Result) *waitGraph {
 	// A process waited on with a cluster of its own is waited for as the
 	// cluster; one without (not sampled, or none of its threads waits)
 	// as a node.
-	clusters := map[int]string{}
+	clusters := map[int]string{} // by pid: a wait names its process so; the first of a pid
 	for _, c := range wg.clusters {
-		clusters[c.pid] = c.id
+		if _, ok := clusters[c.pid]; !ok {
+			clusters[c.pid] = c.id
+		}
 	}
 	for _, w := range waits {
 		label := processWaitLabel[w.Kind]
@@ -232,23 +273,38 @@ func (wg *waitGraph) edge(from, to, label string, hot bool) {
 
 // thread is a sampled thread's node: "tid name"; a goroutine's is
 // "goroutine N" (goroutine ids repeat across processes: its node id has
-// the pid).
+// the pid). A node is its process's: two processes of one pid, or
+// threads of one tid in two processes, draw apart (procIDs).
 func (wg *waitGraph) thread(r heuristics.ThreadRef) string {
 	if r.Thread.Goroutine() != nil {
-		id := fmt.Sprintf("g%d_%d", r.Proc.Pid, r.Thread.Tid)
-		return wg.add(graphNode{id: id, kind: nodeThread, lines: []string{"goroutine " + strconv.Itoa(r.Thread.Tid)}, pid: r.Proc.Pid})
+		id := fmt.Sprintf("g%d_%d%s", r.Proc.Pid, r.Thread.Tid, wg.ids.suffix[r.Proc])
+		return wg.add(graphNode{id: id, kind: nodeThread, lines: []string{"goroutine " + strconv.Itoa(r.Thread.Tid)}, proc: r.Proc})
 	}
 	label := strconv.Itoa(r.Thread.Tid)
 	if r.Thread.Name != "" {
 		label += " " + r.Thread.Name
 	}
-	return wg.add(graphNode{id: "t" + strconv.Itoa(r.Thread.Tid), kind: nodeThread, lines: []string{label}, pid: r.Proc.Pid})
+	return wg.add(graphNode{id: "t" + wg.ids.thread(r.Proc, r.Thread.Tid), kind: nodeThread, lines: []string{label}, proc: r.Proc})
 }
 
-// ghost is a thread id that names no thread of the snapshot; its id
-// differs from a sampled thread's, so a reused id draws two nodes.
-func (wg *waitGraph) ghost(tid, pid int, why string) string {
-	return wg.add(graphNode{id: "x" + strconv.Itoa(tid), kind: nodeGhost, lines: []string{"thread " + strconv.Itoa(tid), why}, pid: pid})
+// ghost is a thread id that names no thread of the snapshot, drawn in
+// process p (nil: outside every process); its id differs from a sampled
+// thread's, so a reused id draws two nodes.
+func (wg *waitGraph) ghost(tid int, p *stacks.Process, why string) string {
+	id := "x" + strconv.Itoa(tid)
+	if p != nil {
+		id += wg.ids.suffix[p]
+	}
+	return wg.add(graphNode{id: id, kind: nodeGhost, lines: []string{"thread " + strconv.Itoa(tid), why}, proc: p})
+}
+
+// lockProc is the process a lock is of: its waiters' (heuristics keys
+// locks by process, so all are of one).
+func lockProc(l *heuristics.Lock) *stacks.Process {
+	if len(l.Waiters) > 0 {
+		return l.Waiters[0].Proc
+	}
+	return nil
 }
 
 // mutex is a lock's node, one per address space: "server_lock" over its
@@ -262,8 +318,9 @@ func (wg *waitGraph) mutex(l *heuristics.Lock) string {
 	if l.Owner.Kind == heuristics.OwnerUnknown && l.Owner.Tid == 0 {
 		lines = append(lines, "owner not recorded")
 	}
-	id := fmt.Sprintf("m%d_%x", l.Key.Pid, l.Key.Addr)
-	return wg.add(graphNode{id: id, kind: nodeMutex, lines: lines, pid: l.Key.Pid})
+	p := lockProc(l)
+	id := fmt.Sprintf("m%d_%x%s", l.Key.Pid, l.Key.Addr, wg.ids.suffix[p])
+	return wg.add(graphNode{id: id, kind: nodeMutex, lines: lines, proc: p})
 }
 
 // goObject is the node of what goroutines wait on, one per process and
@@ -278,8 +335,8 @@ func (wg *waitGraph) goObject(w heuristics.GoWait) string {
 	if what != "" {
 		lines = []string{what, lines[0]}
 	}
-	id := fmt.Sprintf("o%d_%x", w.Goroutine.Proc.Pid, w.Object)
-	return wg.add(graphNode{id: id, kind: nodeMutex, lines: lines, pid: w.Goroutine.Proc.Pid})
+	id := fmt.Sprintf("o%d_%x%s", w.Goroutine.Proc.Pid, w.Object, wg.ids.suffix[w.Goroutine.Proc])
+	return wg.add(graphNode{id: id, kind: nodeMutex, lines: lines, proc: w.Goroutine.Proc})
 }
 
 // owner is the node a lock is held by and the edge's label; "" when no
@@ -293,14 +350,14 @@ func (wg *waitGraph) owner(l *heuristics.Lock) (string, string) {
 		if o.Thread.Thread != nil {
 			return wg.thread(o.Thread), "held at fork by"
 		}
-		return wg.ghost(o.Tid, 0, "the parent's, at fork"), "held at fork by"
+		return wg.ghost(o.Tid, nil, "the parent's, at fork"), "held at fork by"
 	case heuristics.OwnerGone:
-		return wg.ghost(o.Tid, l.Key.Pid, "exited"), "held by"
+		return wg.ghost(o.Tid, lockProc(l), "exited"), "held by"
 	case heuristics.OwnerReused:
-		return wg.ghost(o.Tid, l.Key.Pid, "exited (id reused)"), "held by"
+		return wg.ghost(o.Tid, lockProc(l), "exited (id reused)"), "held by"
 	}
 	if o.Tid != 0 {
-		return wg.ghost(o.Tid, 0, "not in the snapshot"), "held by"
+		return wg.ghost(o.Tid, nil, "not in the snapshot"), "held by"
 	}
 	return "", ""
 }
@@ -317,9 +374,9 @@ func (wg *waitGraph) process(res *heuristics.Result, pid int) string {
 // cluster groups the nodes by process, in snapshot order.
 func (wg *waitGraph) cluster(snap *stacks.Snapshot) {
 	for _, p := range snap.Processes {
-		c := graphCluster{id: "proc" + strconv.Itoa(p.Pid), pid: p.Pid, label: processLabel(p)}
+		c := graphCluster{id: "proc" + strconv.Itoa(p.Pid) + wg.ids.suffix[p], pid: p.Pid, label: processLabel(p)}
 		for i, n := range wg.nodes {
-			if n.pid == p.Pid {
+			if n.proc == p {
 				c.nodes = append(c.nodes, i)
 			}
 		}
