@@ -635,7 +635,30 @@ func (a *analysis) loneWaiterDiagnosis(lw loneWaiter) Diagnosis {
 		d.Evidence = append(d.Evidence, "the paste holds only this thread: the other threads' stacks (gdb `thread apply all bt`) would show whether one of them holds the lock")
 	}
 	d.Evidence = append(d.Evidence, "no mutex owner was read: the verdict rests on frame names and thread states")
+	if ask := ownerAsk(a, t); ask != "" {
+		d.Evidence = append(d.Evidence, ask)
+	}
 	return d
+}
+
+// ownerAsk is the one gdb command that settles a lone waiter's verdict
+// when its lock is a glibc pthread mutex, which records its holder: the
+// frame of the lock call, then the mutex's __owner, read three ways.
+// "" for another lock or a dump gdb did not print.
+func ownerAsk(a *analysis, t *stacks.Thread) string {
+	if !a.src.printedBy("gdb") || stacks.TopCut(t) {
+		return "" // the frame numbers are the paste's own only from #0
+	}
+	_, caller := a.wait(t)
+	for i, f := range t.Stack[:min(caller, len(t.Stack))] {
+		if r := nativeRow(f); r != nil && r.Role.IsLock() && r.Owner == stacks.OwnerPthreadMutex && funcKey(f) != "lll_lock_wait" {
+			return fmt.Sprintf("the mutex records its holder: in gdb, `frame %d` (`%s`) then `p mutex->__data.__owner` (or `p *mutex`) names it: "+
+				"%s's own LWP, it re-took its own lock; the LWP of another thread of the process, a cycle through that thread; "+
+				"a tid that is no thread of the process, a thread of the parent copied locked by fork(), or one that exited holding it",
+				i, frameName(f), threadLabel(t))
+		}
+	}
+	return ""
 }
 
 // --- what a snapshot lacks ----------------------------------------------

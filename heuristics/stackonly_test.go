@@ -335,3 +335,31 @@ func TestPythonLockTakenByC(t *testing.T) {
 	byPython := thread(951, "python3", "do_futex_wait", "__new_sem_wait_slow64", "PyThread_acquire_lock_timed", "lock_PyThread_acquire_lock", "method_vectorcall_VARARGS_KEYWORDS", "_PyEval_EvalFrameDefault", "main")
 	none(t, "self-deadlock", pasted(proc(951, byPython)))
 }
+
+// A lone waiter on a glibc pthread mutex, which records its holder: the
+// verdict names the gdb command that settles it (the lock call's frame,
+// then __owner). A low-level lock that records none (malloc's arena
+// lock) gets no such line. Written by hand in gdb's format.
+func TestLoneWaiterOwnerAsk(t *testing.T) {
+	mutex := "Thread 4 (Thread 0x7f0000004700 (LWP 4004)):\n" +
+		"#0  0x00007f0000001000 in __lll_lock_wait () from /lib64/libpthread.so.0\n" +
+		"#1  0x00007f0000001100 in _L_lock_909 () from /lib64/libpthread.so.0\n" +
+		"#2  0x00007f0000001200 in pthread_mutex_lock () from /lib64/libpthread.so.0\n" +
+		"#3  0x0000000000401000 in registry_notify (id=7) at registry.c:120\n" +
+		"#4  0x0000000000402000 in registry_sweep (data=0x0) at registry.c:80\n" +
+		"#5  0x00007f0000002000 in start_thread () from /lib64/libpthread.so.0\n" +
+		"#6  0x00007f0000003000 in clone () from /lib64/libc.so.6\n"
+	d, ok := top(parseDump(t, mutex))
+	if !ok {
+		t.Fatal("no verdict")
+	}
+	has(t, "evidence", strings.Join(d.Evidence, "\n"), "`frame 2` (`pthread_mutex_lock`) then `p mutex->__data.__owner`")
+	arena := strings.Replace(strings.Replace(mutex, "__lll_lock_wait ()", "__lll_lock_wait_private ()", 1),
+		"#1  0x00007f0000001100 in _L_lock_909 () from /lib64/libpthread.so.0\n#2  0x00007f0000001200 in pthread_mutex_lock () from /lib64/libpthread.so.0\n",
+		"#1  0x00007f0000001100 in _int_free (av=0x7f0000090b20 <main_arena>) at malloc.c:3960\n#2  0x00007f0000001200 in free () from /lib64/libc.so.6\n", 1)
+	if d, ok := top(parseDump(t, arena)); !ok || !d.Deadlock {
+		t.Errorf("the arena lock waiter: no lock verdict")
+	} else if strings.Contains(strings.Join(d.Evidence, "\n"), "__data.__owner") {
+		t.Errorf("malloc's arena lock records no owner: %q", d.Evidence)
+	}
+}
