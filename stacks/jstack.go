@@ -154,6 +154,15 @@ func (p *jParser) line(l textLine) {
 		p.repeat = p.repeat && !strings.HasPrefix(t, "Found ")
 		return
 	}
+	if p.summary && strings.HasPrefix(t, "at ") && p.sumCur != nil {
+		// A frame: the stacks of the threads listed above began without
+		// their "Java stack information" heading (a paste of two blocks);
+		// the thread line just read was the first of them.
+		p.summary, p.repeat = false, true
+		if len(p.sumCur.t.Stack) == 0 {
+			p.cur = p.sumCur
+		}
+	}
 	if p.summary {
 		p.summaryLine(l, t)
 		return
