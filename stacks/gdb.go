@@ -1,6 +1,7 @@
 package stacks
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
 	"regexp"
@@ -66,9 +67,14 @@ type gdbThread struct {
 	lastNo   int // number of the last frame read, -1 before any
 	rawFirst string
 	hasAddr  []bool
-	pyBT     bool // under "Traceback (most recent call first):" (py-bt)
-	srcNext  bool // a py-bt frame was read: its source line may follow
-	sealed   bool // its stack is final and shared (share.go)
+	// key is the ids of its frames' texts (gdbFrame.id, 4 bytes each),
+	// while every frame has one: equal keys are equal stacks, found
+	// without hashing the frames (seal)
+	key     []byte
+	keyBad  bool // a frame without an id was added
+	pyBT    bool // under "Traceback (most recent call first):" (py-bt)
+	srcNext bool // a py-bt frame was read: its source line may follow
+	sealed  bool // its stack is final and shared (share.go)
 	// onScratch: its Stack and hasAddr are the parser's scratch buffers
 	onScratch bool
 	table     bool // read from an `info threads` row: one frame, until its backtrace comes
@@ -83,6 +89,9 @@ type gdbThread struct {
 type gdbFrame struct {
 	f                 Frame
 	hasAddr, complete bool
+	// id numbers the parses of frame texts from 1: each is one text,
+	// whether the table kept it or not, so equal ids are equal texts
+	id uint32
 }
 
 type gdbParser struct {
@@ -102,8 +111,11 @@ type gdbParser struct {
 	// scratch buffers for the frames of the thread being read (seal)
 	scratch     []Frame
 	scratchAddr []bool
+	scratchKey  []byte
 	scratchBusy bool
 	stacks      stackTable
+	frameIDs    uint32             // ids given so far (gdbFrame.id)
+	byKey       map[string][]Frame // shared stacks by their threads' key
 
 	ctxTid  int    // from "[Switching to thread …]" / "[Current thread is …]"
 	ctxNo   string // gdb's thread number from the same line, or from a person's (proseThread)
@@ -617,7 +629,7 @@ func (p *gdbParser) infoThreads(i int, l textLine) (int, bool) {
 	if hasAddr {
 		p.anyAddr = true
 	}
-	gt.t.Stack, gt.hasAddr = []Frame{f}, []bool{hasAddr}
+	gt.t.Stack, gt.hasAddr, gt.keyBad = []Frame{f}, []bool{hasAddr}, true
 	p.seal(p.cur)
 	p.cur = nil
 	p.threads = append(p.threads, gt)
@@ -665,6 +677,7 @@ func (p *gdbParser) rowOfBT(first string) *gdbThread {
 func (p *gdbParser) fromRow(gt *gdbThread) *gdbThread {
 	gt.table, gt.lastNo = false, -1
 	gt.t.Stack, gt.hasAddr = nil, nil
+	gt.key, gt.keyBad = nil, false
 	return gt
 }
 
@@ -680,18 +693,36 @@ func (p *gdbParser) seal(gt *gdbThread) {
 	}
 	scratch := gt.onScratch
 	if scratch {
-		p.scratch, p.scratchAddr = gt.t.Stack[:0], gt.hasAddr[:0]
+		p.scratch, p.scratchAddr, p.scratchKey = gt.t.Stack[:0], gt.hasAddr[:0], gt.key[:0]
 		gt.onScratch, p.scratchBusy = false, false
 	}
 	if !p.anyAddr {
 		if scratch {
 			gt.t.Stack, gt.hasAddr = slices.Clone(gt.t.Stack), slices.Clone(gt.hasAddr)
+			gt.key = slices.Clone(gt.key)
 		}
 		return
 	}
+	// a stack whose frame texts came before, in this order, is the one
+	// they made then (markInlined reads nothing else): one map lookup of
+	// a few bytes a frame, not a hash of every string of every frame
+	keyed := len(gt.t.Stack) > 0 && !gt.keyBad && len(gt.key) == 4*len(gt.t.Stack)
+	if keyed {
+		if st, ok := p.byKey[string(gt.key)]; ok {
+			gt.t.Stack = st
+			gt.hasAddr, gt.key, gt.sealed = nil, nil, true
+			return
+		}
+	}
 	markInlined(gt)
 	gt.t.Stack = p.stacks.share(gt.t.Stack, scratch)
-	gt.hasAddr = nil
+	if keyed && len(p.byKey) < maxMemo {
+		if p.byKey == nil {
+			p.byKey = map[string][]Frame{}
+		}
+		p.byKey[string(gt.key)] = gt.t.Stack
+	}
+	gt.hasAddr, gt.key = nil, nil
 	gt.sealed = true
 }
 
@@ -773,6 +804,7 @@ func (p *gdbParser) frame(l textLine, numStr, body string, cut bool) {
 		if len(gt.t.Stack) == 1 && gt.rawFirst == body {
 			gt.t.Stack = gt.t.Stack[:0]
 			gt.hasAddr = gt.hasAddr[:0]
+			gt.key, gt.keyBad = gt.key[:0], false
 			gt.lastNo = -1
 		} else {
 			gt = p.implicitThread()
@@ -793,12 +825,18 @@ func (p *gdbParser) frame(l textLine, numStr, body string, cut bool) {
 	gt.lastNo = num
 	pf := p.frames.get(body, func(s string) gdbFrame {
 		f, hasAddr, complete := parseGDBFrame(s)
-		return gdbFrame{f, hasAddr, complete}
+		p.frameIDs++
+		return gdbFrame{f, hasAddr, complete, p.frameIDs}
 	})
 	f, hasAddr, complete := pf.f, pf.hasAddr, pf.complete
 	if gt.t.Stack == nil && !p.scratchBusy {
-		gt.t.Stack, gt.hasAddr = p.scratch[:0], p.scratchAddr[:0]
+		gt.t.Stack, gt.hasAddr, gt.key = p.scratch[:0], p.scratchAddr[:0], p.scratchKey[:0]
 		gt.onScratch, p.scratchBusy = true, true
+	}
+	if pf.id <= maxMemo { // past it the table is full: the ids are new each time
+		gt.key = binary.LittleEndian.AppendUint32(gt.key, pf.id)
+	} else {
+		gt.keyBad = true
 	}
 	if hasAddr {
 		p.anyAddr = true
@@ -1038,6 +1076,7 @@ func (p *gdbParser) pyBT(l textLine) bool {
 	if f, ok := pyTracebackFrame(t); ok {
 		p.cur.t.Stack = append(p.cur.t.Stack, f)
 		p.cur.hasAddr = append(p.cur.hasAddr, false)
+		p.cur.keyBad = true
 		p.cur.srcNext = true
 		return true
 	}
@@ -1055,6 +1094,7 @@ func (p *gdbParser) pyBT(l textLine) bool {
 		}
 		p.cur.t.Stack = append(p.cur.t.Stack, Frame{Func: name})
 		p.cur.hasAddr = append(p.cur.hasAddr, false)
+		p.cur.keyBad = true
 		p.cur.srcNext = false
 		return true
 	}

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"unsafe"
 )
 
 // The repair step: one pass in front of every parser (Parse runs it) that
@@ -46,7 +48,9 @@ type repairer struct {
 	binary      int   // bytes of lines that hold a NUL byte
 	stop        error // why the input was not read to its end (limits below)
 	pipe        *repPipe
-	one         [1]repLine // ahead's room for the one line a peek reads
+	arena       []byte      // arenaString's block
+	arenaOn     atomic.Bool // the piece being parsed keeps no piece of a line (useArena)
+	one         [1]repLine  // ahead's room for the one line a peek reads
 }
 
 // repairCount is how often one kind of repair was made, and where first.
@@ -144,9 +148,41 @@ func (rp *repairer) raw() (repLine, bool) {
 		return repLine{}, false
 	}
 	rp.no++
-	l := repLine{no: rp.no, text: string(rp.buf)}
+	l := repLine{no: rp.no, text: rp.arenaString(rp.buf)}
 	rp.buf = rp.buf[:0]
 	return l, true
+}
+
+// useArena says whether the lines repaired from now on may be cut from
+// arenas: only for a parser known to copy what it keeps of a line (the
+// gdb reader: its memo keys and texts are copies). The lines already
+// repaired ahead (a few batches) stay as they were made.
+func (rp *repairer) useArena(on bool) { rp.arenaOn.Store(on) }
+
+// arenaSize is the block the lines' texts are cut from: one allocation
+// for hundreds of lines, not one a line (on the 100 MB gdb dump of
+// `make bench` a string a line was a quarter of the repair's CPU). A
+// string taken from a line pins its block, so what a parser keeps it
+// copies (memo keys, interned names), as it did so as not to pin the
+// line.
+const arenaSize = 64 << 10
+
+// arenaString returns b as a string cut from the current arena, when
+// the parse asked for them (useArena). The arena's bytes are never
+// written again once a string covers them.
+func (rp *repairer) arenaString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	if len(b) > arenaSize/8 || !rp.arenaOn.Load() {
+		return string(b)
+	}
+	if cap(rp.arena)-len(rp.arena) < len(b) {
+		rp.arena = make([]byte, 0, arenaSize)
+	}
+	start := len(rp.arena)
+	rp.arena = append(rp.arena, b...)
+	return unsafe.String(&rp.arena[start], len(b))
 }
 
 // peek returns the cleaned line after the current one.

@@ -739,7 +739,8 @@ func (s *pieceSource) parseAll(f *Format, forced bool) (*Snapshot, []Skipped, st
 	for f != nil {
 		p := &piece{src: s, format: f, forced: forced, later: pieces > 0}
 		pieces++
-		p.ids.fhBlanks = fhBlanks // how the paste lays faulthandler's dumps out holds for all of them
+		p.ids.fhBlanks = fhBlanks      // how the paste lays faulthandler's dumps out holds for all of them
+		s.rp.useArena(f.Name == "gdb") // repair.go: arenaString
 		if s.fill(1) {
 			if t := strings.TrimSpace(s.ahead[0].text); t != "" {
 				p.ids.cut(f.Name, t) // the piece's first line counts

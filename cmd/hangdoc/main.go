@@ -51,6 +51,7 @@ func main() {
 	ios := systemStreams()
 	root := newRootCmd(ios)
 	err := root.Execute()
+	stopCPUProfile()
 	if err == nil {
 		os.Exit(ios.exitCode)
 	}
