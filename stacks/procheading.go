@@ -60,7 +60,9 @@ func readHeading(t string) (int, string, bool) {
 	}
 	s := t
 	if s[0] == '#' {
-		s = strings.TrimLeft(s, "#")
+		if s = strings.TrimLeft(s, "#"); s != "" && isDigit(s[0]) {
+			return 0, "", false // a gdb frame ("#3  0x…"), no heading: every word of one begins with a letter
+		}
 	} else if (s[0] == '*' || s[0] == '-' || s[0] == '+') && len(s) > 1 && s[1] == ' ' {
 		s = s[2:] // a Markdown bullet
 	}

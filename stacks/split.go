@@ -158,7 +158,8 @@ func begins(t, next, cur string) string {
 // shown again begins another process.
 type pieceIDs struct {
 	seen     map[string]bool
-	content  bool // a header or a frame was read
+	seenNo   map[int]bool // the ids of seen that are numbers, in canonical form
+	content  bool         // a header or a frame was read
 	detached bool
 	samples  bool // a repeat of one process's dumps: ids come again
 	// lldbThread is the thread number of the last lldb thread header
@@ -295,8 +296,8 @@ func (g *pieceIDs) cut(format, t string) bool {
 		g.content = true // the end of a --json array
 	}
 	if format == "crash-report" && (strings.HasPrefix(t, "Process:") || strings.HasPrefix(t, "Incident Identifier:") || strings.HasPrefix(t, "Exception Type:")) {
-		again := g.content && g.seen != nil
-		g.seen = nil
+		again := g.content && (g.seen != nil || g.seenNo != nil)
+		g.seen, g.seenNo = nil, nil
 		return again // another report's header
 	}
 	if format == "sample" && strings.HasPrefix(t, "Call graph:") || format == "hangdoc-json" && strings.HasPrefix(t, `"schema": "hangdoc/`) {
@@ -305,6 +306,19 @@ func (g *pieceIDs) cut(format, t string) bool {
 	key := repeatKey(format, t)
 	if key == "" {
 		return false
+	}
+	if digitsEnd(key, 0) == len(key) && len(key) <= 18 && (len(key) == 1 || key[0] != '0') {
+		n, _ := strconv.Atoi(key)
+		// a number (gdb's thread numbers, pids): an int set, without a
+		// copy of the key for each of a large dump's threads
+		if g.seenNo == nil {
+			g.seenNo = map[int]bool{}
+		}
+		have := g.seenNo[n]
+		again := have && !g.samples || g.detached && g.content
+		g.seenNo[n] = true
+		g.content = true
+		return again
 	}
 	if g.seen == nil {
 		g.seen = map[string]bool{}
