@@ -105,17 +105,21 @@ func matchLockOrderCycle(a *analysis) []Diagnosis {
 	}
 	// A detector's report of a cycle it saw (tool_reports.go): its
 	// stacks are where the locks were taken, not a dump of the hang.
-	claimed := map[int]bool{}
+	// Claimed by process, not pid: a report and a dump pasted without
+	// pids are both pid 0.
+	claimed := map[*stacks.Process]bool{}
 	for _, d := range toolClaimDiagnoses(a) {
 		ds = append(ds, d)
-		for _, pid := range d.Pids {
-			claimed[pid] = true
+		for _, p := range a.Snap.Processes {
+			if d.About(p) {
+				claimed[p] = true
+			}
 		}
 	}
 	// One waiter whose lock another thread holds, the paste cut the rest
 	// (stackonly.go's holderElsewhere).
 	for _, p := range a.Snap.Processes {
-		if claimed[p.Pid] {
+		if claimed[p] {
 			continue
 		}
 		if lw, ok := a.loneWaiterOf(p); ok && lw.id == "lock-order-cycle" {
@@ -130,21 +134,21 @@ func matchLockOrderCycle(a *analysis) []Diagnosis {
 			inCycle[p] = true
 		}
 	}
-	for _, c := range findOwnerlessTails(a, func(p *stacks.Process) bool { return inCycle[p] || claimed[p.Pid] }) {
+	for _, c := range findOwnerlessTails(a, func(p *stacks.Process) bool { return inCycle[p] || claimed[p] }) {
 		if d, ok := ownerlessTailDiagnosis(a, c); ok {
 			ds = append(ds, d)
 		}
 	}
 	// A module lock waiter and the thread running that import
 	// (py_import_cycle.go).
-	for _, c := range pyImportCycles(a, func(p *stacks.Process) bool { return inCycle[p] || claimed[p.Pid] }) {
+	for _, c := range pyImportCycles(a, func(p *stacks.Process) bool { return inCycle[p] || claimed[p] }) {
 		ds = append(ds, pyImportCycleDiagnosis(a, c))
 	}
 	// No owner recorded (a pasted dump, lock elision): several threads of
 	// a process wait on locks and nothing else could release them.
 	for _, p := range a.Snap.Processes {
 		ws := a.stuckLockWaiters(p)
-		if p.Fork != nil || len(ws) < 2 || claimed[p.Pid] {
+		if p.Fork != nil || len(ws) < 2 || claimed[p] {
 			continue
 		}
 		v := argLocks(p, ws)

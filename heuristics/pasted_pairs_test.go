@@ -34,11 +34,15 @@ func pastedPair(t *testing.T, a, b string) (*stacks.Snapshot, []Diagnosis) {
 
 // TestToolClaimsPerProcess: two detector reports without pids (both pid
 // 0) are two claims, each about its own process; by pid they were one
-// diagnosis of both.
+// diagnosis of both, and a claim silenced another pid-0 process's own
+// lock-order verdict.
 func TestToolClaimsPerProcess(t *testing.T) {
 	for _, pair := range [][2]string{
 		{"go-deadlock/rwmutex_inconsistent_locking.txt", "go-deadlock/rwmutex_inconsistent_locking.txt"},
 		{"frames/bcc_deadlock_report.txt", "go-deadlock/rwmutex_inconsistent_locking.txt"},
+		// a claim leaves alone the lone lock waiter of another process
+		// (an lldb core of pid 0 after bcc's report, also pid 0)
+		{"frames/bcc_deadlock_report.txt", "lldb/variant_core_bt_all.txt"},
 	} {
 		snap, ds := pastedPair(t, pair[0], pair[1])
 		if len(snap.Processes) != 2 {
