@@ -325,6 +325,9 @@ func (a *analysis) LockDiagnosed(p *stacks.Process) bool {
 		for _, c := range pyImportCycles(a, none) {
 			mark(c.waiter)
 		}
+		for _, s := range findPoolStarvations(a) {
+			mark(s.workers...)
+		}
 		for _, p := range a.Snap.Processes {
 			if len(a.stuckLockWaiters(p)) > 0 || runtimeClaims(a, p) {
 				a.lockPids[p] = true
