@@ -143,6 +143,18 @@ func rankOf(p *stacks.Process) rankView {
 	if r.lead != nil {
 		if i := outermostCollective(r.lead.Stack); i >= 0 {
 			r.coll, r.collAt = frameName(r.lead.Stack[i]), i
+			// A busy rank stopped mid-spin may unwind short (the progress
+			// engine's frames, not the call below them): the longest
+			// sample of the same thread says which collective it is in.
+			longest := r.lead.Stack
+			for _, sm := range r.lead.Samples {
+				if len(sm.Stack) > len(longest) && outermostCollective(sm.Stack) >= 0 {
+					longest = sm.Stack
+				}
+			}
+			if len(longest) > len(r.lead.Stack) {
+				r.coll = frameName(longest[outermostCollective(longest)])
+			}
 		} else if len(r.lead.Stack) == 0 {
 			// A busy rank's thread that did not stop in time in the last
 			// sample has no stack; an earlier sample says where it is.

@@ -253,3 +253,27 @@ func TestStragglerProgressTimeout(t *testing.T) {
 	}
 	none(t, "collective-straggler", snap)
 }
+
+// A busy rank stopped mid-spin may unwind short: its last stack ends in
+// the progress engine (opal_progress) without the MPI call below it, while
+// an earlier sample shows MPI_Barrier. It is still in the barrier: seen in
+// a CI=true run of TestSlurmReadmeCluster at high load, where 2 of 4 ranks
+// in MPI_Barrier and 1 in "opal_progress" gave no majority and no verdict.
+func TestCollectiveStragglerShortUnwind(t *testing.T) {
+	mk := func(pid int, frames ...string) *stacks.Snapshot {
+		p := proc(pid, thread(pid, "rank", frames...))
+		p.Label = "rank" + string(rune('0'+pid/10))
+		return live(p)
+	}
+	barrier := []string{"poll", "opal_progress", "ompi_request_default_wait", "PMPI_Barrier", "step", "main"}
+	snap := stacks.Merge(mk(10, barrier...), mk(20, barrier...), mk(30, barrier...),
+		mk(40, "futex_wait", "__lll_lock_wait", "pthread_mutex_lock", "flush_checkpoint", "step", "main"))
+	short := snap.Processes[2].Threads[0]
+	short.Stack = []stacks.Frame{{Func: "mca_btl_vader_component_progress"}, {Func: "opal_progress"}}
+	short.Samples[len(short.Samples)-1].Stack = short.Stack
+	d := one(t, "collective-straggler", snap)
+	has(t, "summary", d.Summary, "3 of 4 ranks wait in `PMPI_Barrier`")
+	if d.Pids[0] != 40 {
+		t.Errorf("pids %v: want the straggler 40 first", d.Pids)
+	}
+}
