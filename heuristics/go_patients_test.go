@@ -225,7 +225,10 @@ func TestGoPatientsLive(t *testing.T) {
 				t.Fatalf("parse the dump: format %q, %v", format, err)
 			}
 			fromDump := checkGoPatient(t, e, dsnap, many)
-			if fromDump.ID != live.ID {
+			// A control's calm verdict may differ: a live attach compares
+			// samples (a busy server's goroutines move: progressing), one
+			// dump cannot (io-wait); both are among e.calm, checked above.
+			if e.id != "" && fromDump.ID != live.ID {
 				t.Errorf("the dump says %s, the live attach %s", fromDump.ID, live.ID)
 			}
 			// The live read gives the frame arguments a dump prints, so
