@@ -318,11 +318,10 @@ func (a *analysis) LockDiagnosed(p *stacks.Process) bool {
 		for _, r := range findArgRelocks(a) {
 			mark(r.ref)
 		}
-		none := func(*stacks.Process) bool { return false }
-		for _, c := range findOwnerlessTails(a, none) {
+		for _, c := range findOwnerlessTails(a) {
 			mark(c.tail)
 		}
-		for _, c := range pyImportCycles(a, none) {
+		for _, c := range pyImportCycles(a) {
 			mark(c.waiter)
 		}
 		for _, s := range findPoolStarvations(a) {

@@ -134,14 +134,20 @@ func matchLockOrderCycle(a *analysis) []Diagnosis {
 			inCycle[p] = true
 		}
 	}
-	for _, c := range findOwnerlessTails(a, func(p *stacks.Process) bool { return inCycle[p] || claimed[p] }) {
+	for _, c := range findOwnerlessTails(a) {
+		if inCycle[c.p] || claimed[c.p] {
+			continue
+		}
 		if d, ok := ownerlessTailDiagnosis(a, c); ok {
 			ds = append(ds, d)
 		}
 	}
 	// A module lock waiter and the thread running that import
 	// (py_import_cycle.go).
-	for _, c := range pyImportCycles(a, func(p *stacks.Process) bool { return inCycle[p] || claimed[p] }) {
+	for _, c := range pyImportCycles(a) {
+		if p := c.waiter.Proc; inCycle[p] || claimed[p] {
+			continue
+		}
 		ds = append(ds, pyImportCycleDiagnosis(a, c))
 	}
 	// No owner recorded (a pasted dump, lock elision): several threads of

@@ -41,12 +41,17 @@ type ownerlessTail struct {
 	paths  [][]Edge
 }
 
-// findOwnerlessTails returns, per process no cycle explains, the chains
-// that end on an ownerless lock wait while no thread of the process runs.
-func findOwnerlessTails(a *analysis, skip func(*stacks.Process) bool) []ownerlessTail {
+// findOwnerlessTails returns the chains that end on an ownerless lock wait
+// while no thread of the process runs, once per snapshot (LockDiagnosed
+// and lock-order-cycle both read them).
+func findOwnerlessTails(a *analysis) []ownerlessTail {
+	return result(a, "ownerless tails", detectOwnerlessTails)
+}
+
+func detectOwnerlessTails(a *analysis) []ownerlessTail {
 	var out []ownerlessTail
 	for p := range a.liveProcs() {
-		if p.Fork != nil || skip(p) || !a.Evidence(p).Owners {
+		if p.Fork != nil || !a.Evidence(p).Owners {
 			continue
 		}
 		threads := distinctThreads(p)

@@ -65,7 +65,13 @@ type poolStarvation struct {
 	where stacks.Frame
 }
 
+// findPoolStarvations returns the starved pools, once per snapshot
+// (LockDiagnosed and self-deadlock both read them).
 func findPoolStarvations(a *analysis) []poolStarvation {
+	return result(a, "pool starvations", detectPoolStarvations)
+}
+
+func detectPoolStarvations(a *analysis) []poolStarvation {
 	var out []poolStarvation
 	for p := range a.liveProcs() {
 		var s poolStarvation

@@ -87,13 +87,15 @@ func (a *analysis) findPyImportCycle(p *stacks.Process, w *stacks.Thread) (pyImp
 	return found[0], true
 }
 
-// pyImportCycles returns every process's import deadlock.
-func pyImportCycles(a *analysis, skip func(*stacks.Process) bool) []pyImportCycle {
+// pyImportCycles returns every process's import deadlock, once per
+// snapshot (LockDiagnosed and lock-order-cycle both read them).
+func pyImportCycles(a *analysis) []pyImportCycle {
+	return result(a, "python import cycles", detectPyImportCycles)
+}
+
+func detectPyImportCycles(a *analysis) []pyImportCycle {
 	var out []pyImportCycle
 	for p := range a.liveProcs() {
-		if skip(p) {
-			continue
-		}
 		for _, t := range distinctThreads(p) {
 			if c, ok := a.findPyImportCycle(p, t); ok {
 				out = append(out, c)
