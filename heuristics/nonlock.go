@@ -108,10 +108,36 @@ func factsOf(t *stacks.Thread) threadFacts {
 	last := f.samples[len(f.samples)-1]
 	f.zombie = last.State == "Z" || last.State == "X" || t.State == "Z" || t.State == "X"
 	f.kind, f.call = classifySample(last)
+	if f.kind == wkRunning && len(f.samples) == 1 {
+		f.kind, f.call = runnableInCall(last)
+	}
 	if k, call, ok := runtimeWaitKind(t); ok {
 		f.kind, f.call = k, call // a goroutine's status says it better than frames without libc
 	}
 	return f
+}
+
+// runnableInCall reads a lone sample of a runnable thread whose innermost
+// frame is a blocking call's wrapper: the call has just returned (a
+// timer expired, a read got its bytes) and the thread has not yet run
+// on. One observation cannot say it works; its frames say what it was
+// doing, as for a dump without states (a core caught a sleeper's
+// clock_nanosleep as it returned). Any other frame on top: running.
+func runnableInCall(s stacks.Sample) (waitKind, string) {
+	for i, f := range s.Stack {
+		if i >= 3 || stacks.IsPythonFrame(f) {
+			break
+		}
+		n := stacks.CallName(f.Func)
+		if n == "" || frameRole(f) == stacks.RoleSyscall {
+			continue
+		}
+		if k, ok := callKindOf(f.Func); ok && k != wkRunning {
+			return refineSelect(k, n, nil, s.Stack), n
+		}
+		break // the innermost named frame is not a call: it runs
+	}
+	return wkRunning, ""
 }
 
 // Callers that turn a select or poll without fds into a sleep.
