@@ -44,7 +44,12 @@ var (
 
 func sniffMiri(head []byte) int { return 100 * len(miriErrorRE.FindAllIndex(sniffText(head), 10)) }
 
-func beginsMiri(t, next string) bool { return miriErrorRE.MatchString(t) }
+// beginsMiri runs on every line of every dump being split: the literal
+// the regexp needs is looked for first (a frame line of a goroutine dump
+// costs a Contains, not a backtracking match).
+func beginsMiri(t, next string) bool {
+	return strings.Contains(t, "the evaluated program deadlocked") && miriErrorRE.MatchString(t)
+}
 
 // ParseMiri reads Miri's deadlock reports (see above) into one process.
 func ParseMiri(r io.Reader) (*Snapshot, []Skipped, error) {
