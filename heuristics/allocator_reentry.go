@@ -143,3 +143,40 @@ func initWord(name string) bool {
 func cutAllocatorWait(t *stacks.Thread) bool {
 	return stacks.TopCut(t) && len(t.Stack) > 0 && allocatorFrame(t.Stack[0]) && allocatorReentryFrom(t.Stack, 0) != ""
 }
+
+// interposedAllocatorLock says how the allocator's lock call goes
+// through an interposer, "" when it does not: the frame that asks for the
+// lock is not the allocator's but a wrapper of the lock primitive (its
+// name holds the primitive's, as a tracer's or profiler's
+// `NSYS_OSRT_pthread_mutex_lock_0` does) in a shared object of its own,
+// called from the allocator. Such a wrapper records or allocates as it
+// wraps, and an allocation there re-enters the allocator on the thread
+// that is taking (or already holds) the allocator's lock.
+func interposedAllocatorLock(t *stacks.Thread) string {
+	_, caller := waitOf(t)
+	if caller <= 0 || caller >= len(t.Stack)-1 {
+		return ""
+	}
+	f, prim := t.Stack[caller], strings.TrimLeft(funcKey(t.Stack[caller-1]), "_")
+	k := funcKey(f)
+	if prim == "" || f.Module == "" || allocatorFrame(f) || strings.TrimLeft(k, "_") == prim || !strings.Contains(k, prim) {
+		return ""
+	}
+	for i := caller + 1; i < min(caller+3, len(t.Stack)); i++ {
+		if allocatorFrame(t.Stack[i]) {
+			return fmt.Sprintf("the allocator's lock call (`%s`, #%d) goes through `%s` (#%d, in %s), an interposed wrapper of `%s`: a wrapper that allocates re-enters the allocator on the thread that takes its lock",
+				frameName(t.Stack[i]), i, frameName(f), caller, filepath.Base(f.Module), prim)
+		}
+	}
+	return ""
+}
+
+// stackBottomShown: the thread's stack reaches its first function (a
+// thread start, main), so nothing of it is below the paste's cut.
+func stackBottomShown(t *stacks.Thread) bool {
+	if len(t.Stack) == 0 {
+		return false
+	}
+	f := t.Stack[len(t.Stack)-1]
+	return isThreadStart(f) || funcKey(f) == "main"
+}

@@ -164,8 +164,21 @@ func lockFamily(f stacks.Frame) string {
 	return ""
 }
 
+var signalReentryRefs = []string{
+	"https://man7.org/linux/man-pages/man7/signal-safety.7.html",
+	"https://man7.org/linux/man-pages/man3/pthread_sigmask.3.html",
+	"https://man7.org/linux/man-pages/man2/signalfd.2.html",
+}
+
 func matchSignalReentry(a *analysis) []Diagnosis {
 	var ds []Diagnosis
+	// A lone allocator-lock waiter whose handler the paste cut
+	// (loneWaiterOf): hedged, with the frames that would settle it.
+	for p := range a.liveProcs() {
+		if lw, ok := a.loneWaiterOf(p); ok && lw.id == "signal-handler-reentry" {
+			ds = append(ds, a.loneWaiterDiagnosis(lw))
+		}
+	}
 	for _, r := range findReentries(a) {
 		t := r.waiter.Thread
 		handler := frameName(t.Stack[r.sig-1]) // the function the kernel called
@@ -180,11 +193,7 @@ func matchSignalReentry(a *analysis) []Diagnosis {
 				break
 			}
 		}
-		d := Diagnosis{Deadlock: true, Refs: []string{
-			"https://man7.org/linux/man-pages/man7/signal-safety.7.html",
-			"https://man7.org/linux/man-pages/man3/pthread_sigmask.3.html",
-			"https://man7.org/linux/man-pages/man2/signalfd.2.html",
-		}}
+		d := Diagnosis{Deadlock: true, Refs: signalReentryRefs}
 		d.name(r.waiter)
 		if r.edge != nil {
 			m := r.edge.Lock.Mutex

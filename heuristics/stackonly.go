@@ -232,6 +232,16 @@ func (a *analysis) loneWaiterOf(p *stacks.Process) (loneWaiter, bool) {
 			}
 		} else if why := allocatorInitWait(t); why != "" {
 			lw.reentry = why + ": it is held only while the allocator starts up, so the thread most likely allocated again while initialising and waits for itself"
+		} else if why := interposedAllocatorLock(t); why != "" {
+			lw.reentry = why
+		} else if lw.others != "" && !stackBottomShown(t) {
+			// No forked child's lone thread, and the frames below the
+			// cut, where the allocator was first entered, are not in
+			// the paste: the re-entry most often seen there is a signal
+			// handler (a crash handler that allocates after a fault
+			// inside the allocator, a profiler's tick), more often than
+			// a hook or an exception allocated mid-allocation.
+			lw.id = "signal-handler-reentry"
 		} else if a.Snap.Evidence.Lineage && lw.others == "" {
 			lw.others = "the process's lineage was read: it is no forked child"
 		} else if lw.others == "" {
@@ -571,6 +581,16 @@ func (a *analysis) loneWaiterDiagnosis(lw loneWaiter) Diagnosis {
 				fmt.Sprintf("the frames match known issue `%s` (%s): a lock held by a thread of the parent when it forked", lw.rule.ID, lw.rule.Title),
 				"so the holder is most likely a thread of the parent at fork(), which does not exist in the child (or the waiter itself, or a thread that exited)"}
 		}
+	case "signal-handler-reentry":
+		d.Refs = signalReentryRefs
+		d.Summary = fmt.Sprintf("%s waits for %s in %s, an allocator's own lock, which no other thread in sight holds, and the process is no forked child's lone thread (%s): the thread most likely re-entered the allocator from a signal handler (a crash handler that allocates after a fault inside the allocator) and waits for itself; the paste is cut above the frames that would show it",
+			threadLabel(t), lock, site, lw.others)
+		d.Chain = []string{waits, only, lw.others,
+			"an allocator takes this lock only inside its own functions and waits for nothing while it holds it: a thread that never gets it is most likely waiting for itself",
+			"the re-entry most often behind such a wait is a signal handler that allocates (a crash or stack-trace handler after a fault inside the allocator, a profiler's sample), more rarely a hook or an exception allocated mid-allocation (self-deadlock)"}
+		d.Fix = "Call only async-signal-safe functions in a signal handler (signal-safety(7)): a crash handler must not allocate (preallocate its buffers, write(2) the report, use backtrace_symbols_fd). If the frames below show no `<signal handler called>`, look for a hook or interposer that allocates while the allocator holds its lock."
+		d.Evidence = append(d.Evidence, "the frames below the cut would settle it: `<signal handler called>` (or a handler such as `*_signal_handler`) above the allocator's first entry is this verdict; the allocator entered twice with a hook between is a self-deadlock")
+		d.Hints = append(d.Hints, attachHint(p.Pid, "to read the whole stack and the mutex owner"))
 	case "lock-order-cycle":
 		d.Refs = lockOrderRefs
 		d.Summary = fmt.Sprintf("%s waits for %s in %s, which most likely another thread holds while it waits in turn (a lock-order cycle); the paste does not show that thread",
