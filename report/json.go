@@ -3,9 +3,12 @@ package report
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
+	"strconv"
 	"unicode/utf8"
 
 	"github.com/hangdoc/hangdoc/heuristics"
@@ -43,9 +46,10 @@ func JSON(w io.Writer, res *heuristics.Result) error {
 
 // jsonStream writes indented JSON values one at a time.
 type jsonStream struct {
-	w   *bufio.Writer
-	buf bytes.Buffer
-	err error
+	w       *bufio.Writer
+	buf     bytes.Buffer
+	scratch []byte // plainThread's
+	err     error
 }
 
 // value writes v, marshalled and indented as if it stood depth levels
@@ -90,42 +94,34 @@ func indentOf(depth int) string {
 	return spaces[:min(len(spaces), 2*depth)]
 }
 
-// object writes the JSON object raw depth-1 levels deep, its members
-// in raw's order, each on its own line; a member whose key has a writer
-// in streamed is written by it instead (raw holds null there: the
-// struct was marshalled with that field emptied).
-func (j *jsonStream) object(raw []byte, depth int, streamed map[string]func()) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if _, err := dec.Token(); err != nil {
+// object writes the JSON object raw depth-1 levels deep, indented as a
+// whole, except that the member key, which raw holds as an empty list
+// (the struct was marshalled with that field emptied), is written by
+// write. Its key is found by its text: a string holds no unescaped
+// quote, so the first `"key": []` on a line of its own at the members'
+// indent is the member. Indenting raw as one value, not member by
+// member through a json.Decoder, saves 0.1 s of CPU on the diagnoses
+// of a 100 MB gdb dump (a list of 100,000 tids).
+func (j *jsonStream) object(raw []byte, depth int, key string, write func()) {
+	if j.err != nil {
+		return
+	}
+	var b bytes.Buffer // not j.buf, which write uses
+	if err := json.Indent(&b, raw, indentOf(depth-1), "  "); err != nil {
 		j.err = err
 		return
 	}
-	j.str("{")
-	for n := 0; dec.More(); n++ {
-		tok, err := dec.Token()
-		if err != nil {
-			j.err = err
-			return
-		}
-		var member json.RawMessage
-		if err := dec.Decode(&member); err != nil {
-			j.err = err
-			return
-		}
-		if n > 0 {
-			j.str(",")
-		}
-		key, _ := json.Marshal(tok.(string))
-		j.str("\n" + indentOf(depth))
-		j.raw(key)
-		j.str(": ")
-		if write := streamed[tok.(string)]; write != nil && string(member) == "[]" {
-			write()
-		} else {
-			j.value(member, depth)
-		}
+	out := escapeControls(b.Bytes())
+	member := "\n" + indentOf(depth) + `"` + key + `": `
+	i := bytes.Index(out, []byte(member+"[]"))
+	if i < 0 {
+		j.raw(out)
+		return
 	}
-	j.str("\n" + indentOf(depth-1) + "}")
+	at := i + len(member)
+	j.raw(out[:at])
+	write()
+	j.raw(out[at+len("[]"):])
 }
 
 // list writes n elements depth levels deep, each by elem.
@@ -158,10 +154,8 @@ func (j *jsonStream) document(snap *stacks.Snapshot, diags []heuristics.Diagnosi
 		j.err = err
 		return
 	}
-	j.object(raw, 1, map[string]func(){
-		"processes": func() {
-			j.list(len(snap.Processes), 1, func(i int) { j.process(snap.Processes[i], 2) })
-		},
+	j.object(raw, 1, "processes", func() {
+		j.list(len(snap.Processes), 1, func(i int) { j.process(snap.Processes[i], 2) })
 	})
 	j.str("\n")
 }
@@ -179,11 +173,9 @@ func (j *jsonStream) process(p *stacks.Process, depth int) {
 		j.err = err
 		return
 	}
-	j.object(raw, depth+1, map[string]func(){
-		"threads": func() {
-			stacks := map[stackID][]byte{}
-			j.list(len(p.Threads), depth+1, func(i int) { j.thread(p.Threads[i], depth+2, stacks) })
-		},
+	j.object(raw, depth+1, "threads", func() {
+		stacks := map[stackID][]byte{}
+		j.list(len(p.Threads), depth+1, func(i int) { j.thread(p.Threads[i], depth+2, stacks) })
 	})
 }
 
@@ -229,6 +221,9 @@ func (j *jsonStream) thread(t *stacks.Thread, depth int, cache map[stackID][]byt
 			cache[id] = st
 		}
 	}
+	if j.plainThread(t, depth, st) {
+		return
+	}
 	head := *t
 	head.Stack = nil
 	raw, err := head.MarshalJSON() // as json.Marshal writes it, without compacting it again
@@ -255,11 +250,97 @@ func (j *jsonStream) thread(t *stacks.Thread, depth int, cache map[stackID][]byt
 	j.raw(out[at+len("null"):])
 }
 
+// plainThread writes t, whose stack st already holds, the way thread
+// does, without reflection, indenting or escaping: a native thread whose
+// fields are only its tid, name, state, CPU, notes and number, each text
+// printable ASCII that needs no escape. It says false, having written
+// nothing, for any other thread. Most of a 100 MB gdb dump's JSON is its
+// threads: encoding/json, json.Indent and escapeControls on each took
+// about 0.15 s of CPU per 100,000 threads.
+func (j *jsonStream) plainThread(t *stacks.Thread, depth int, st []byte) bool {
+	if t.Wait != nil || t.Runtime != nil || len(t.Samples) > 0 || len(t.Returned) > 0 || t.Handle != 0 ||
+		!plainJSON(t.Name) || !plainJSON(t.State) || !plainJSON(t.Number) ||
+		(t.CPU != 0 && (math.IsNaN(t.CPU) || math.IsInf(t.CPU, 0))) {
+		return false
+	}
+	for _, n := range t.Notes {
+		if !plainJSON(n) {
+			return false
+		}
+	}
+	in, in2 := indentOf(depth+1), indentOf(depth+2)
+	b := append(j.scratch[:0], "{\n"...)
+	b = append(append(b, in...), `"tid": `...)
+	b = strconv.AppendInt(b, int64(t.Tid), 10)
+	b = append(append(append(append(b, ",\n"...), in...), `"name": "`...), t.Name...)
+	b = append(b, '"')
+	if t.State != "" {
+		b = append(append(append(append(b, ",\n"...), in...), `"state": "`...), t.State...)
+		b = append(b, '"')
+	}
+	if t.CPU != 0 {
+		b = append(append(append(b, ",\n"...), in...), `"cpu": `...)
+		b = appendJSONFloat(b, t.CPU)
+	}
+	b = append(append(append(b, ",\n"...), in...), `"stack": `...)
+	b = append(b, st...)
+	if len(t.Notes) > 0 {
+		b = append(append(append(b, ",\n"...), in...), `"notes": [`...)
+		for i, n := range t.Notes {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(append(append(append(b, '\n'), in2...), '"'), n...)
+			b = append(b, '"')
+		}
+		b = append(append(append(b, '\n'), in...), ']')
+	}
+	if t.Number != "" {
+		b = append(append(append(append(b, ",\n"...), in...), `"number": "`...), t.Number...)
+		b = append(b, '"')
+	}
+	b = append(append(append(b, '\n'), indentOf(depth)...), '}')
+	j.scratch = b
+	j.raw(b)
+	return true
+}
+
+// plainJSON says whether encoding/json writes s as it is between quotes:
+// printable ASCII without a quote, a backslash or an HTML character
+// (which it escapes as \u003c and the like).
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20, c >= 0x7f, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
+}
+
+// appendJSONFloat appends f as encoding/json writes a float64 (not NaN or
+// infinite): the shortest decimal, in exponent form only below 1e-6 or
+// from 1e21, with "e-07" cleaned to "e-7".
+func appendJSONFloat(b []byte, f float64) []byte {
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
+}
+
 // escapeControls writes the C1 controls and bidirectional overrides that
 // encoding/json leaves raw as \u escapes: the same JSON value, but one
 // that cannot drive a terminal when someone cats the file.
 func escapeControls(b []byte) []byte {
-	if !bytes.ContainsFunc(b, isRawInJSON) {
+	if ascii(b) || !bytes.ContainsFunc(b, isRawInJSON) {
 		return b
 	}
 	var out bytes.Buffer
@@ -273,6 +354,23 @@ func escapeControls(b []byte) []byte {
 		b = b[n:]
 	}
 	return out.Bytes()
+}
+
+// ascii says whether b holds no byte from 0x80, a word at a time: the
+// rune-by-rune test took 0.09 s of CPU on a 100 MB gdb dump's document.
+func ascii(b []byte) bool {
+	for len(b) >= 8 {
+		if binary.LittleEndian.Uint64(b)&0x8080808080808080 != 0 {
+			return false
+		}
+		b = b[8:]
+	}
+	for _, c := range b {
+		if c >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // isRawInJSON: what isControl flags beyond C0 and DEL, which
