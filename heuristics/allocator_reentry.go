@@ -144,6 +144,18 @@ func cutAllocatorWait(t *stacks.Thread) bool {
 	return stacks.TopCut(t) && len(t.Stack) > 0 && allocatorFrame(t.Stack[0]) && allocatorReentryFrom(t.Stack, 0) != ""
 }
 
+// cutAtAcquire: the dump left out the innermost frames of a thread whose
+// first frame is a lock's acquire (a guard's constructor, a mutex's
+// lock): the frames cut are that lock's wait (the reporter trimmed the
+// futex frames), a lock wait though they are not in the paste.
+func cutAtAcquire(t *stacks.Thread) bool {
+	if !stacks.TopCut(t) || len(t.Stack) == 0 {
+		return false
+	}
+	r := nativeRow(t.Stack[0])
+	return r != nil && r.Role == stacks.RoleAcquire
+}
+
 // interposedAllocatorLock says how the allocator's lock call goes
 // through an interposer, "" when it does not: the frame that asks for the
 // lock is not the allocator's but a wrapper of the lock primitive (its

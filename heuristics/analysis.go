@@ -397,7 +397,7 @@ func (a *analysis) findStuckLockWaiters(p *stacks.Process) []ThreadRef {
 		if toolClaimName(t.Name) {
 			return nil // a detector's report: where locks were taken, not threads blocked now
 		}
-		if stacks.TopCut(t) && !cutAllocatorWait(t) {
+		if stacks.TopCut(t) && !cutAllocatorWait(t) && !cutAtAcquire(t) {
 			continue // a fragment whose top the paste cut: its wait is not in it
 		}
 		class, caller := a.wait(t)

@@ -61,8 +61,8 @@ func waitArgLock(t *stacks.Thread) (argLock, int, bool) {
 		}
 		row := nativeRow(f)
 		for _, a := range f.Args {
-			if !lockArgNames[a.Name] && !row.HasLockArg(a.Name) {
-				continue
+			if !row.HasLockArg(a.Name) && (!lockArgNames[a.Name] || row != nil && row.Guard) {
+				continue // a locker class's this is the guard, not the lock
 			}
 			l, ok := argAddr(a)
 			if !ok {

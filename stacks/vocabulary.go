@@ -81,6 +81,9 @@ type VocabRow struct {
 	// Runtime is set for a managed runtime's frames ("go"), which its own
 	// reader (goroutine states) classifies better than frame names.
 	Runtime string `json:"runtime,omitempty"`
+	// Guard: the frames are a guard object's constructor, whose this is
+	// the guard, not the lock (the lock is one of LockArg).
+	Guard bool `json:"guard,omitempty"`
 }
 
 // IsRecursive reports whether the row's lock may be taken again by its
