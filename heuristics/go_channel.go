@@ -39,6 +39,11 @@ type goOrphan struct {
 	// that does not say who made the channel (a paste of the goroutine
 	// alone), while nothing runs that could receive.
 	longSend bool
+	// allAsleep: no user goroutine runs, waits on I/O or sleeps on a
+	// timer, and every blocked one waits on a channel (goAsleep without
+	// the runtime's word): nobody is left to receive what it sends.
+	// cut: the dump may not hold every goroutine.
+	allAsleep, cut bool
 }
 
 // goLongSendMinutes is how long a plain channel send must have waited to
@@ -64,6 +69,9 @@ func goOrphanedChannels(gp *goProc) []goOrphan {
 				out = append(out, goOrphan{g: g, runtimeProved: true})
 			}
 		}
+		return out
+	}
+	if out := asleepSends(gp); len(out) > 0 {
 		return out
 	}
 	notifiers := goSignalNotifiers(gp)
@@ -103,6 +111,34 @@ func goOrphanedChannels(gp *goProc) []goOrphan {
 			continue
 		}
 		out = append(out, goOrphan{g: g, creatorLeft: left})
+	}
+	return out
+}
+
+// asleepSends are the plain sends of a process where every user
+// goroutine is blocked for ever on a channel (a send, a receive, a
+// select) and none runs, waits on I/O or sleeps on a timer (goAsleep):
+// no goroutine will ever receive what they send. The send is the wait
+// to name; "every goroutine asleep" is its consequence.
+func asleepSends(gp *goProc) []goOrphan {
+	f := goAsleep(gp)
+	if f == nil || f.runtimeSaid || len(f.timers) > 0 || len(f.pollers) > 0 {
+		return nil // the runtime's word: onlyChannelsAsleep; a timer or traffic may yet wake one
+	}
+	cut := false
+	for _, g := range f.blocked {
+		switch g.kind {
+		case stacks.GoWaitSend, stacks.GoWaitRecv, stacks.GoWaitSelect:
+		default:
+			return nil // a lock or a WaitGroup: their own signatures say more
+		}
+		cut = cut || stacks.StackCut(g.t)
+	}
+	var out []goOrphan
+	for _, g := range f.blocked {
+		if g.kind == stacks.GoWaitSend {
+			out = append(out, goOrphan{g: g, allAsleep: true, cut: cut})
+		}
 	}
 	return out
 }
@@ -314,6 +350,20 @@ func goOrphanDiagnosis(o goOrphan) Diagnosis {
 		d.Fix = fmt.Sprintf("In %s the %s has no partner left: close the channel when the senders are done (a range "+
 			"over it then ends), receive exactly as many values as were sent, or give it a buffer when the other "+
 			"side may have gone.", g.where(), verb)
+		return d
+	}
+	if o.allAsleep {
+		d.Summary = fmt.Sprintf("%s waits to send on %s in %s, and no goroutine of the dump runs, waits on I/O or on a timer: every other one is blocked on a channel too, so none will ever receive it",
+			g.label(), objText("a channel", g.obj), g.where())
+		d.Chain = append(d.Chain,
+			"a plain send (not in a select) waits for a receiver; every goroutine that could receive is blocked for ever itself",
+			"nothing can wake them (no goroutine runs, none sleeps on a timer or waits on the network): the program is stuck for good")
+		if o.cut {
+			d.Confidence = Low
+			d.Evidence = append(d.Evidence, "the paste is cut: goroutines after the cut could still receive; the whole dump (SIGQUIT, or /debug/pprof/goroutine?debug=2) would settle it")
+		}
+		d.Fix = fmt.Sprintf("In %s the send has no receiver: receive as many values as are sent (or close the channel and range over it), "+
+			"give the channel a buffer when the receiver may be gone, or select on the send together with a context's Done channel.", g.where())
 		return d
 	}
 	if o.longSend {
