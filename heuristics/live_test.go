@@ -472,7 +472,15 @@ func TestLiveFenceSpin(t *testing.T) {
 	if len(waiter.Samples) != liveOpts.Samples {
 		t.Errorf("evidence: waiter %d: %d samples, want %d", waiterTid, len(waiter.Samples), liveOpts.Samples)
 	}
+	// Under load a spinning thread may not reach its stop within the
+	// sampler's bound: that sample is let go unread, and says so. Once
+	// is the load's; the other samples must show the spin.
+	unread := 0
 	for i, s := range waiter.Samples {
+		if len(s.Stack) == 0 && unread == 0 && slices.ContainsFunc(waiter.Notes, func(n string) bool { return strings.Contains(n, "did not stop") }) {
+			unread++
+			continue
+		}
 		if len(s.Stack) == 0 || funcName(s.Stack[0]) != "fence_wait" {
 			t.Errorf("evidence: waiter %d, sample %d: innermost frame is not fence_wait:\n%s", waiterTid, i, stackString(s.Stack))
 		}
