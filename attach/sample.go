@@ -165,7 +165,12 @@ func (s *sampler) stackOf(tg *target, tid int, st taskStat, notes *[]string) ([]
 // its registers under a stop when it runs or /proc's view is not enough.
 func (s *sampler) unwindThread(tg *target, tid int, sc syscallState, notes *[]string) []stacks.Frame {
 	if !sc.Running {
-		if res, ok := s.unwindBlocked(tg, tid, sc); ok {
+		res, ok := s.unwindBlocked(tg, tid, sc)
+		if ok {
+			return symbolize(tg.space, tg.symbols, res, notes)
+		}
+		if how := stopChanges(syscallName(sc.Arch, sc.Nr)); how != "" && res.NeedsRegs {
+			addNote(notes, fmt.Sprintf("stack read without stopping the thread, up to the frame whose caller needs registers: a stop would %s", how))
 			return symbolize(tg.space, tg.symbols, res, notes)
 		}
 	}
@@ -176,6 +181,25 @@ func (s *sampler) unwindThread(tg *target, tid int, sc syscallState, notes *[]st
 	}
 	res := unwind.Unwind(stp.Regs, &unwind.Overlay{Base: stp.Base, Data: stp.Stack, Next: liveMemory(tg.pid)}, tg.space, unwind.Options{MaxDepth: s.opts.MaxDepth, Arch: hostArch})
 	return symbolize(tg.space, tg.symbols, res, notes)
+}
+
+// stopChanges says how a ptrace stop would change what a blocked system
+// call returns, "" when the kernel restarts it unseen. The stop wakes the
+// thread like a signal: a pipe or socket write that has moved part of
+// its buffer returns the short count, and the calls signal(7) lists
+// under "Interruption of system calls by stop signals" fail with EINTR
+// (sockets only when a timeout is set, which /proc does not show).
+// gdb's and eu-stack's attaches do both; hangdoc reads such a thread's
+// stack as far as /proc's stack pointer and program counter take it.
+func stopChanges(call string) string {
+	switch call {
+	case "write", "writev", "pwrite64", "sendto", "sendmsg", "sendmmsg":
+		return "make its `" + call + "` return a short count"
+	case "epoll_wait", "epoll_pwait", "epoll_pwait2", "semop", "semtimedop", "rt_sigtimedwait",
+		"recvfrom", "recvmsg", "recvmmsg", "accept", "accept4":
+		return "make its `" + call + "` fail with EINTR"
+	}
+	return ""
 }
 
 // unwindBlocked unwinds a thread blocked in the kernel from the stack

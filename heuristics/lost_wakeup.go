@@ -82,6 +82,9 @@ func matchLostWakeup(a *analysis) []Diagnosis {
 				"https://man7.org/linux/man-pages/man3/sem_wait.3.html",
 			},
 		}
+		if fix, ref := sleepFix(sleepers); fix != "" {
+			d.Fix, d.Refs = fix, []string{ref}
+		}
 		var refs []ThreadRef
 		for _, t := range sleepers {
 			d.Chain = append(d.Chain, threadLabel(t)+" "+a.Doing(t))
@@ -136,6 +139,8 @@ func sleepKind(t *stacks.Thread) string {
 		switch k := funcKey(f); {
 		case isPyLockFrame(f):
 			kind = "Python locks"
+		case isBarrierFrame(f):
+			kind = "barriers"
 		case strings.HasPrefix(k, "sem_"), strings.HasPrefix(k, "new_sem_"), strings.Contains(strings.ToLower(k), "semaphore"):
 			kind = "semaphores"
 		case isCondFrame(f) && k != "do_futex_wait":
@@ -143,6 +148,42 @@ func sleepKind(t *stacks.Thread) string {
 		}
 	}
 	return kind
+}
+
+// isBarrierFrame: a barrier or latch wait (the vocabulary's
+// pthread_barrier row), which no signal ends: only the last party.
+func isBarrierFrame(f stacks.Frame) bool {
+	r := nativeRow(f)
+	return r != nil && r.Family == "pthread_barrier"
+}
+
+// sleepFix is the fix when every sleeper sleeps on one kind of object
+// whose wake-up is not a condvar's signal: a semaphore's post, a
+// barrier's last party. "" leaves the signature's condvar fix.
+func sleepFix(sleepers []*stacks.Thread) (fix, ref string) {
+	kind := ""
+	for i, t := range sleepers {
+		k := sleepKind(t)
+		if i > 0 && k != kind {
+			return "", ""
+		}
+		kind = k
+	}
+	switch kind {
+	case "barriers":
+		return "A barrier lets its threads go only when the number of parties it was made for has arrived, " +
+				"and these are all that came: find the party that never arrives (it exited, returned on an error " +
+				"path, or waits elsewhere), or make the count given to pthread_barrier_init (std::barrier, " +
+				"std::latch) the number of threads that really wait on it.",
+			"https://man7.org/linux/man-pages/man3/pthread_barrier_wait.3p.html"
+	case "semaphores":
+		return "A semaphore wait returns only after a post: check that every path of the thread meant to " +
+				"post (errors and shutdown too) calls sem_post once per wait it owes, that it is still alive, " +
+				"and the semaphore's initial count; a post made before the waiter started is kept, so the " +
+				"missing post never happened.",
+			"https://man7.org/linux/man-pages/man3/sem_post.3.html"
+	}
+	return "", ""
 }
 
 func joinStrings(xs []string) string {

@@ -1,0 +1,41 @@
+package heuristics
+
+import (
+	"strings"
+	"testing"
+)
+
+// Every thread of the process sleeps and none runs: the fix names what
+// would have woken them. A barrier's is its missing party, a semaphore's
+// its missing post; a condvar (or a mix) keeps the predicate fix.
+func TestLostWakeupFixByObject(t *testing.T) {
+	cases := []struct {
+		name, want string
+		frames     [][]string
+	}{
+		{"barrier", "pthread_barrier_init", [][]string{
+			{"futex_wait", "futex_wait_simple", "pthread_barrier_wait", "main"},
+			{"futex_wait", "futex_wait_simple", "pthread_barrier_wait", "worker", "start_thread"}}},
+		{"semaphore", "sem_post", [][]string{
+			{"__futex_abstimed_wait_common", "__new_sem_wait_slow64.constprop.0", "worker", "start_thread"},
+			{"__futex_abstimed_wait_common", "__new_sem_wait_slow64.constprop.0", "other", "start_thread"}}},
+		{"condvar", "predicate", [][]string{
+			{"futex_wait", "__futex_abstimed_wait_common", "pthread_cond_wait", "consumer", "start_thread"},
+			{"futex_wait", "futex_wait_simple", "pthread_barrier_wait", "worker", "start_thread"}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := proc(300)
+			for i, fr := range c.frames {
+				p.Threads = append(p.Threads, thread(300+i, "t", fr...))
+			}
+			d, ok := top(live(p))
+			if !ok || d.ID != "lost-wakeup" {
+				t.Fatalf("top %q (%s), want lost-wakeup", d.ID, d.Summary)
+			}
+			if !strings.Contains(d.Fix, c.want) {
+				t.Errorf("fix %q does not say %q", d.Fix, c.want)
+			}
+		})
+	}
+}
