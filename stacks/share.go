@@ -152,7 +152,7 @@ func (t *runtimeTable) share(g RuntimeThread) *RuntimeThread {
 	c := g.CreatedBy
 	if g.Kind != KindGoroutine || g.ObjectType != "" || g.Holder != 0 || len(g.Held) > 0 || g.HoldsGIL ||
 		len(c.Args) > 0 || c.Signal || c.Samples != 0 {
-		return &g
+		return heapRuntime(g)
 	}
 	k := runtimeKey{status: g.Status, createdFunc: c.Func, createdFile: c.File, createdModule: c.Module, createdLine: c.Line,
 		createdPC: c.PC, createdOffset: c.Offset, object: g.Object, minutes: g.WaitMinutes, createdByID: g.CreatedByID,
@@ -163,8 +163,18 @@ func (t *runtimeTable) share(g RuntimeThread) *RuntimeThread {
 	if t.m == nil {
 		t.m = map[runtimeKey]*RuntimeThread{}
 	}
+	n := heapRuntime(g)
 	if len(t.m) < maxMemo {
-		t.m[k] = &g
+		t.m[k] = n
 	}
-	return &g
+	return n
+}
+
+// heapRuntime is a copy of g of its own. share's g is not taken the
+// address of, so it stays on the stack when an equal one is found (a
+// goroutine dump's goroutines alike allocate nothing).
+func heapRuntime(g RuntimeThread) *RuntimeThread {
+	n := new(RuntimeThread)
+	*n = g
+	return n
 }
