@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unsafe"
 )
 
 // ParseGoroutines reads a Go goroutine dump into a snapshot: what a Go
@@ -153,6 +154,7 @@ type goParser struct {
 	gbuf     RuntimeThread // the facts of the goroutine being read, cur.Runtime until it ends
 	runtimes runtimeTable
 	slab     []Thread // threads are allocated from it, a few hundred at a time
+	names    []byte   // goroutine names are cut from it (goroutineName)
 }
 
 // newThread returns a zero Thread. A dump of 100,000 goroutines is that
@@ -165,6 +167,21 @@ func (p *goParser) newThread() *Thread {
 	th := &p.slab[0]
 	p.slab = p.slab[1:]
 	return th
+}
+
+// goroutineName is "goroutine N", cut from a block of names shared by
+// a few hundred goroutines: one allocation per block, not two a
+// goroutine (the number, then the name). The block's bytes are never
+// written again once a name covers them.
+func (p *goParser) goroutineName(id int) string {
+	const block = 4 << 10
+	if cap(p.names)-len(p.names) < len("goroutine ")+20 {
+		p.names = make([]byte, 0, block)
+	}
+	start := len(p.names)
+	p.names = append(p.names, "goroutine "...)
+	p.names = strconv.AppendInt(p.names, int64(id), 10)
+	return unsafe.String(&p.names[start], len(p.names)-start)
 }
 
 // goCall is what parseGoCall read of a frame line.
@@ -504,7 +521,7 @@ func (p *goParser) header(l textLine) bool {
 		}
 	}
 	th := p.newThread()
-	*th = Thread{Tid: id, Name: "goroutine " + strconv.Itoa(id), State: GoroutineState(g.Status), Runtime: g}
+	*th = Thread{Tid: id, Name: p.goroutineName(id), State: GoroutineState(g.Status), Runtime: g}
 	if id == 0 && m != "" && m != "nil" {
 		th.Name += " (m" + m + ")" // the scheduler stack of one M
 	}
@@ -525,10 +542,13 @@ func parseGoStatus(s string, g *RuntimeThread) {
 	if i := strings.Index(s, " labels:{"); i >= 0 {
 		s = s[:i] // pprof labels (GODEBUG=tracebacklabels=1) come last
 	}
-	parts := strings.Split(s, ", ")
-	parts[0] = strings.Replace(parts[0], " (scan)", "", 1) // a GC artefact of the moment
-	status := parts[:1]
-	for _, part := range parts[1:] {
+	// Cut, not Split: a header is read per goroutine, and most hold one
+	// part or two.
+	status, rest, more := strings.Cut(s, ", ")
+	status = strings.Replace(status, " (scan)", "", 1) // a GC artefact of the moment
+	for more {
+		var part string
+		part, rest, more = strings.Cut(rest, ", ")
 		switch {
 		case strings.HasSuffix(part, " minutes"):
 			if n, err := strconv.Atoi(strings.TrimSuffix(part, " minutes")); err == nil && n >= 0 {
@@ -538,10 +558,10 @@ func parseGoStatus(s string, g *RuntimeThread) {
 			g.LockedToThread = true
 		case strings.HasPrefix(part, "synctest bubble "):
 		default:
-			status = append(status, part) // a status of a later Go: kept whole
+			status += ", " + part // a status of a later Go: kept whole
 		}
 	}
-	g.Status = strings.Join(status, ", ")
+	g.Status = status
 }
 
 // GoroutineState is the Linux state letter nearest a goroutine status:
