@@ -124,6 +124,8 @@ func matchLockOrderCycle(a *analysis) []Diagnosis {
 		}
 		if lw, ok := a.loneWaiterOf(p); ok && lw.id == "lock-order-cycle" {
 			ds = append(ds, a.loneWaiterDiagnosis(lw))
+		} else if r, ok := loneJoiner(a, p); ok {
+			ds = append(ds, loneJoinerDiagnosis(a, r)) // lone_joiner.go
 		}
 	}
 	// Owners read, but the chain ends on a lock that records none
