@@ -327,6 +327,9 @@ func (a *analysis) LockDiagnosed(p *stacks.Process) bool {
 		for _, s := range findPoolStarvations(a) {
 			mark(s.workers...)
 		}
+		for _, c := range findPyCondHolds(a) {
+			mark(c.waiters...)
+		}
 		for _, p := range a.Snap.Processes {
 			if len(a.stuckLockWaiters(p)) > 0 || runtimeClaims(a, p) {
 				a.lockPids[p] = true

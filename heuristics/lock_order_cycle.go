@@ -152,6 +152,15 @@ func matchLockOrderCycle(a *analysis) []Diagnosis {
 		}
 		ds = append(ds, pyImportCycleDiagnosis(a, c))
 	}
+	// A Python lock waiter behind threads that wait to be woken
+	// (py_cond_hold.go).
+	for _, c := range findPyCondHolds(a) {
+		if inCycle[c.p] || claimed[c.p] {
+			continue
+		}
+		ds = append(ds, pyCondHoldDiagnosis(c))
+		claimed[c.p] = true
+	}
 	// No owner recorded (a pasted dump, lock elision): several threads of
 	// a process wait on locks and nothing else could release them.
 	for _, p := range a.Snap.Processes {

@@ -156,7 +156,8 @@ func pyLockUse(t *stacks.Thread) waitClass {
 		}
 		switch path.Base(strings.ReplaceAll(f.File, "\\", "/")) {
 		case "threading.py":
-			if strings.Contains(f.Func, "join") || strings.Contains(f.Func, "_wait_for_tstate_lock") {
+			// _shutdown joins every non-daemon thread at interpreter exit
+			if strings.Contains(f.Func, "join") || strings.Contains(f.Func, "_wait_for_tstate_lock") || f.Func == "_shutdown" {
 				return waitJoin
 			}
 			if pyCondEnter(f) {
