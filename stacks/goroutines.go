@@ -546,6 +546,7 @@ func parseGoStatus(s string, g *RuntimeThread) {
 	// part or two.
 	status, rest, more := strings.Cut(s, ", ")
 	status = strings.Replace(status, " (scan)", "", 1) // a GC artefact of the moment
+	var later []string                                 // parts of the status after the first, rare: joined once
 	for more {
 		var part string
 		part, rest, more = strings.Cut(rest, ", ")
@@ -558,8 +559,11 @@ func parseGoStatus(s string, g *RuntimeThread) {
 			g.LockedToThread = true
 		case strings.HasPrefix(part, "synctest bubble "):
 		default:
-			status += ", " + part // a status of a later Go: kept whole
+			later = append(later, part) // a status of a later Go: kept whole
 		}
+	}
+	if len(later) > 0 {
+		status += ", " + strings.Join(later, ", ")
 	}
 	g.Status = status
 }
