@@ -980,21 +980,33 @@ func (p *gdbParser) finish() {
 			p.threadNote(gt, fmt.Sprintf("the paste ends at frame #%d (%s), before the thread's first function (start_thread, clone, main): the stack below it is cut", gt.lastNo, f.Func))
 		}
 	}
-	firsts := map[string]int{} // raw #0 line -> threads with more than that frame
+	// the maps below are made only when some thread asks them: on a
+	// dump of 100,000 threads, hashing every first frame and thread
+	// number took a tenth of the parse
+	lone := func(gt *gdbThread) bool { return !gt.header && !gt.table && !gt.pyBT && len(gt.t.Stack) == 1 }
+	var firsts map[string]int  // raw #0 line -> threads with more than that frame
+	var framed map[string]bool // thread numbers whose gdb frames the paste holds
 	for _, gt := range p.threads {
-		if len(gt.t.Stack) > 1 {
-			firsts[gt.rawFirst]++
+		if firsts == nil && lone(gt) {
+			firsts = map[string]int{}
+			for _, gt := range p.threads {
+				if len(gt.t.Stack) > 1 {
+					firsts[gt.rawFirst]++
+				}
+			}
 		}
-	}
-	framed := map[string]bool{} // thread numbers whose gdb frames the paste holds
-	for _, gt := range p.threads {
-		if !gt.chain && gt.gdbNo != "" && len(gt.t.Stack) > 0 {
-			framed[gt.gdbNo] = true
+		if framed == nil && gt.chain && gt.ownNo {
+			framed = map[string]bool{}
+			for _, gt := range p.threads {
+				if !gt.chain && gt.gdbNo != "" && len(gt.t.Stack) > 0 {
+					framed[gt.gdbNo] = true
+				}
+			}
 		}
 	}
 	rows := 0
 	for _, gt := range p.threads {
-		if !gt.header && !gt.table && !gt.pyBT && len(gt.t.Stack) == 1 && firsts[gt.rawFirst] > 0 {
+		if lone(gt) && firsts[gt.rawFirst] > 0 {
 			continue // the stop location gdb printed before the backtraces
 		}
 		if gt.chain && gt.ownNo && framed[gt.gdbNo] {
