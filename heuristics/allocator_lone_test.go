@@ -85,3 +85,27 @@ func TestLoneAllocatorWaiterInterposedLock(t *testing.T) {
 		t.Errorf("a wrapper not named for the primitive: top %s %s, want signal-handler-reentry", d.ID, d.Summary)
 	}
 }
+
+// A headerless cut bt waiting for a jemalloc arena bin lock: jemalloc's
+// fork handlers re-initialise that lock in a child, so no fork child
+// inherits it: a handler's re-entry (hedged). Its extent mutex pool,
+// which the handlers did not cover (jemalloc#2019), stays a fork child's.
+func TestLoneJemallocBinLockIsNoForkChild(t *testing.T) {
+	wait := "#0  0x00007f0000001000 in __lll_lock_wait () from /lib64/libpthread.so.0\n" +
+		"#1  0x00007f0000001100 in pthread_mutex_lock () from /lib64/libpthread.so.0\n" +
+		"#2  0x00007f0000002000 in je_malloc_mutex_lock (mutex=0x7f0000009000) at include/jemalloc/internal/mutex.h:77\n"
+	bin := wait + "#3  0x00007f0000002100 in je_arena_tcache_fill_small (arena=0x7f000000a000, binind=3) at src/arena.c:1475\n" +
+		"#4  0x00007f0000002200 in je_tcache_alloc_small_hard (tcache=0x7f000000b000, binind=3) at src/tcache.c:72\n" +
+		"#5  0x00007f0000002300 in je_imalloc (size=<optimized out>)"
+	d, ok := top(parseDump(t, bin))
+	if !ok || d.ID != "signal-handler-reentry" || d.Confidence != Low {
+		t.Fatalf("jemalloc bin lock, headerless: top %s (%s) %s, want signal-handler-reentry (low)", d.ID, d.Confidence, d.Summary)
+	}
+	has(t, "summary", d.Summary, "jemalloc_prefork")
+	pool := wait + "#3  0x00007f0000002100 in mutex_pool_lock (key=140609337947776) at include/jemalloc/internal/mutex_pool.h:45\n" +
+		"#4  0x00007f0000002200 in extent_lock (extent=0x7f000000c000) at include/jemalloc/internal/extent_inlines.h:14\n" +
+		"#5  0x00007f0000002300 in extent_lock_from_addr (tsdn=0x7f000000d000) at src/ext"
+	if d, ok := top(parseDump(t, pool)); !ok || d.ID != "fork-inherited-lock" {
+		t.Errorf("jemalloc extent mutex pool, headerless: top %s (%s) %s, want fork-inherited-lock", d.ID, d.Confidence, d.Summary)
+	}
+}

@@ -192,3 +192,28 @@ func stackBottomShown(t *stacks.Thread) bool {
 	f := t.Stack[len(t.Stack)-1]
 	return isThreadStart(f) || funcKey(f) == "main"
 }
+
+// forkSafeAllocatorLock says which allocator lock a thread waits for that
+// the allocator's own fork handlers cover, "" for another: jemalloc takes
+// its arena and bin locks before fork() and re-initialises them in the
+// child (jemalloc_prefork and jemalloc_postfork_child, registered with
+// pthread_atfork; src/jemalloc.c, arena_prefork*), so a forked child does
+// not inherit them locked. A wait for one that no thread in sight holds
+// is a re-entry on the waiter's own thread, not a fork. (Its extent
+// mutex pool was not covered before 5.3: jemalloc#2019.)
+func forkSafeAllocatorLock(t *stacks.Thread) string {
+	_, caller := waitOf(t)
+	for i := caller; i < min(caller+4, len(t.Stack)); i++ {
+		k := strings.TrimPrefix(funcKey(t.Stack[i]), "je_")
+		for _, fn := range jemallocBinLockers {
+			if k == fn {
+				return fmt.Sprintf("`%s` takes a jemalloc arena bin lock, which jemalloc's fork handlers take before fork() and re-initialise in the child (jemalloc_prefork, jemalloc_postfork_child): no forked child inherits it locked", frameName(t.Stack[i]))
+			}
+		}
+	}
+	return ""
+}
+
+// jemallocBinLockers are jemalloc's functions (without the je_ prefix)
+// that take an arena's bin lock to refill or flush a thread cache.
+var jemallocBinLockers = []string{"tcache_alloc_small_hard", "arena_tcache_fill_small", "tcache_bin_flush_small", "arena_bin_malloc_hard", "arena_malloc_small"}

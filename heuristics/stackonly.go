@@ -234,6 +234,8 @@ func (a *analysis) loneWaiterOf(p *stacks.Process) (loneWaiter, bool) {
 			lw.reentry = why + ": it is held only while the allocator starts up, so the thread most likely allocated again while initialising and waits for itself"
 		} else if why := interposedAllocatorLock(t); why != "" {
 			lw.reentry = why
+		} else if why := forkSafeAllocatorLock(t); why != "" && !stackBottomShown(t) {
+			lw.id, lw.others = "signal-handler-reentry", why // no fork child's: the re-entry below the cut
 		} else if lw.others != "" && !stackBottomShown(t) {
 			// No forked child's lone thread, and the frames below the
 			// cut, where the allocator was first entered, are not in
