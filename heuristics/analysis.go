@@ -27,7 +27,7 @@ type analysis struct {
 	// twice, dumps of two machines) repeats them, and pasted dumps
 	// without pids all say pid 0. A tid is only looked up within a
 	// process (threadIn) or a diagnosis's processes.
-	threads map[int][]ThreadRef
+	threads tidIndex
 	graph   *Graph
 	cycles  [][]Edge
 	// lockPids are the processes a lock signature explains, computed on
@@ -54,22 +54,11 @@ func newAnalysis(snap *stacks.Snapshot) *analysis {
 	for _, p := range snap.Processes {
 		n += len(p.Threads)
 	}
-	// sized once: a dump of 100,000 goroutines would grow them a dozen times
-	a := &analysis{Snap: snap, src: source{snap.Source}, procs: map[int]*stacks.Process{}, threads: make(map[int][]ThreadRef, n),
+	a := &analysis{Snap: snap, src: source{snap.Source}, procs: map[int]*stacks.Process{}, threads: newTidIndex(snap, n),
 		rules: builtinRules(), facts: map[*stacks.Thread]*threadFact{}, results: map[string]any{}, lockWaiters: map[*stacks.Process][]ThreadRef{}}
-	refs := make([]ThreadRef, 0, n) // one array under every tid's slice; a repeated tid's is copied out (clipped)
 	for _, p := range snap.Processes {
 		if _, dup := a.procs[p.Pid]; !dup {
 			a.procs[p.Pid] = p
-		}
-		for _, t := range p.Threads {
-			r := ThreadRef{Proc: p, Thread: t}
-			if have := a.threads[t.Tid]; have != nil {
-				a.threads[t.Tid] = append(have, r)
-			} else {
-				refs = append(refs, r)
-				a.threads[t.Tid] = refs[len(refs)-1 : len(refs) : len(refs)]
-			}
 		}
 	}
 	a.graph = buildGraph(a)
@@ -110,7 +99,7 @@ func (a *analysis) Process(pid int) *stacks.Process { return a.procs[pid] }
 // ThreadOf returns the thread with the given tid in a process with the
 // given pid, if the snapshot has it.
 func (a *analysis) ThreadOf(pid, tid int) (ThreadRef, bool) {
-	for _, r := range a.threads[tid] {
+	for _, r := range a.threads.of(tid) {
 		if r.Proc.Pid == pid {
 			return r, true
 		}
@@ -120,7 +109,7 @@ func (a *analysis) ThreadOf(pid, tid int) (ThreadRef, bool) {
 
 // threadIn returns the thread with the given tid in process p.
 func (a *analysis) threadIn(p *stacks.Process, tid int) (ThreadRef, bool) {
-	for _, r := range a.threads[tid] {
+	for _, r := range a.threads.of(tid) {
 		if r.Proc == p {
 			return r, true
 		}
@@ -131,7 +120,7 @@ func (a *analysis) threadIn(p *stacks.Process, tid int) (ThreadRef, bool) {
 // DiagThread returns the thread with the given tid among a diagnosis's
 // processes (Diagnosis.About; any process when it names none).
 func (a *analysis) DiagThread(d *Diagnosis, tid int) (ThreadRef, bool) {
-	for _, r := range a.threads[tid] {
+	for _, r := range a.threads.of(tid) {
 		if len(d.Pids) == 0 || d.About(r.Proc) {
 			return r, true
 		}
@@ -160,7 +149,7 @@ func (a *analysis) diagProcs(d *Diagnosis) []*stacks.Process {
 // thread).
 func (a *analysis) Ref(t *stacks.Thread) (ThreadRef, bool) {
 	if t != nil {
-		for _, r := range a.threads[t.Tid] {
+		for _, r := range a.threads.of(t.Tid) {
 			if r.Thread == t {
 				return r, true
 			}
