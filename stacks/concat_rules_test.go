@@ -166,3 +166,158 @@ func TestCrashReportExceptionBlock(t *testing.T) {
 		t.Errorf("py-spy then a prose line: %s, %q", format, got)
 	}
 }
+
+// wantOne: in reads as one process.
+func wantOne(t *testing.T, what, in string) {
+	t.Helper()
+	if got, format := shapes(t, in); len(got) != 1 {
+		t.Errorf("%s (%s): %d processes, want one: %q", what, format, len(got), got)
+	}
+}
+
+// TestDumpHeaderAfterThreads: a dump's own header (jstack's "Full thread
+// dump", pprof's "goroutine profile: total N", spindump's "Date/Time:")
+// after threads were read begins another dump: an excerpt pasted first
+// (a deadlock summary, IntelliJ's threads, a few pprof records, a hang
+// report's heaviest stack) took the whole dump after it.
+func TestDumpHeaderAfterThreads(t *testing.T) {
+	wantBoth(t, "jstack/summary_only_pasted.txt", "jstack/monitor_abba.txt")
+	wantBoth(t, "jstack/intellij_pasted.txt", "jstack/jcmd_thread_print_monitor.txt")
+	wantBoth(t, "jstack/markdown_headings_pasted.txt", "jstack/reentrant_abba.txt")
+	wantBoth(t, "pprof-goroutine/yunikorn_rlock.txt", "pprof-goroutine/abba_debug1.txt")
+	wantBoth(t, "spindump/pasted_heaviest_only.md", "spindump/mutex_o2_heavy.txt")
+
+	// silent: jcmd's "PID:" line and the header over its threads, a
+	// jstack -l dump's summary after its threads: one dump each
+	wantOne(t, "jcmd", stored(t, "jstack", "jcmd_thread_print_monitor.txt"))
+	wantOne(t, "jstack -l", stored(t, "jstack", "reentrant_abba_l.txt"))
+	wantOne(t, "pprof", stored(t, "pprof-goroutine", "abba_debug1.txt"))
+}
+
+// TestJstackSummaryOfOtherThreads: a deadlock summary that names a
+// thread the jstack dump before it lacks is another JVM's (clinit_cycle
+// has no summary of its own: the JVM does not see class-init cycles).
+func TestJstackSummaryOfOtherThreads(t *testing.T) {
+	wantBoth(t, "jstack/clinit_cycle.txt", "jstack/summary_only_pasted.txt")
+	wantBoth(t, "jstack/clinit_cycle.txt", "jstack/markdown_headings_pasted.txt")
+
+	// silent: monitor_abba's summary names its own threads
+	wantOne(t, "monitor_abba", stored(t, "jstack", "monitor_abba.txt"))
+}
+
+// TestGoDumpPrinterFirst: the goroutine that prints a dump comes first
+// in it, running, in debug.Stack or pprof's debug=2 writer: after
+// goroutines it begins another dump, with ids new to the first.
+func TestGoDumpPrinterFirst(t *testing.T) {
+	wantBoth(t, "goroutines/deadlock_fatal.txt", "goroutines/waitgroup_debug_stack.txt")
+	wantBoth(t, "goroutines/waitgroup_debug_stack.txt", "goroutines/abba_pprof_debug2.txt")
+	wantBoth(t, "goroutines/go119_gotest_timeout.txt", "goroutines/log_two_dumps.txt")
+	// a second goroutine running with its stack: runtime.Stack's dump
+	// starts at its caller, after debug.Stack's goroutine
+	wantBoth(t, "goroutines/waitgroup_debug_stack.txt", "goroutines/abba_runtime_stack.txt")
+
+	// silent: pprof's debug=2 dump begins with its writer, then the
+	// others; a goroutine running on another thread is no printer
+	wantOne(t, "debug=2", stored(t, "goroutines", "abba_pprof_debug2.txt"))
+	deadlock := stored(t, "goroutines", "deadlock_fatal.txt")
+	wantOne(t, "a running goroutine without a stack (hand-made)",
+		deadlock+"\ngoroutine 40 [running]:\n\tgoroutine running on other thread; stack unavailable\n")
+}
+
+// TestPySpyJSONThenText: py-spy's --json array, then a text dump: JSON
+// has no "Process N:" line, so it begins another process (its pid may
+// be the same: the same process dumped twice).
+func TestPySpyJSONThenText(t *testing.T) {
+	wantBoth(t, "py-spy/lock_native.json", "py-spy/lock.txt")
+	wantBoth(t, "py-spy/pasted_json.md", "py-spy/pyfork_lock_subprocesses.txt")
+	wantBoth(t, "py-spy/lock.txt", "py-spy/lock_native.json")
+
+	// silent: --subprocesses prints several processes, each its own
+	wantShapes(t, "subprocesses", stored(t, "py-spy", "pyfork_lock_subprocesses.txt"),
+		mustShapes(t, stored(t, "py-spy", "pyfork_lock_subprocesses.txt"))...)
+}
+
+func mustShapes(t *testing.T, in string) []string {
+	t.Helper()
+	got, _ := shapes(t, in)
+	return got
+}
+
+// TestGDBThreadOrder: thread apply all bt (and pstack) lists threads
+// from the highest number down to 1; after thread 1, a higher number
+// begins another session's list (pstack of mutex_o2, then of threads10:
+// its threads 12-6 were taken into the first, and the repeat at thread 5
+// cut the second in two).
+func TestGDBThreadOrder(t *testing.T) {
+	wantBoth(t, "gdb/pstack_mutex_o2.txt", "gdb/pstack_threads10.txt")
+	wantBoth(t, "gdb/mutex_o0g_core.txt", "gdb/pstack_threads10.txt")
+
+	// silent: thread apply all -ascending bt lists them upwards
+	// (pstack_mutex_o2 with its threads in reverse order, hand-made)
+	pstack := stored(t, "gdb", "pstack_mutex_o2.txt")
+	var blocks []string
+	for _, b := range strings.SplitAfter(pstack, "\n\n") {
+		blocks = append([]string{b}, blocks...)
+	}
+	wantOne(t, "ascending", strings.Join(blocks, ""))
+}
+
+// TestGDBTableThenThreads: an info threads table lists each thread
+// with its LWP; a thread header whose number has another LWP in the
+// table, or which the table lacks, is another process's. gdb's "info
+// threads" prompt after a backtrace or a table is another listing.
+func TestGDBTableThenThreads(t *testing.T) {
+	wantBoth(t, "gdb/info_threads_logcabin_pasted.txt", "gdb/pstack_mutex_o2.txt") // row 5 is LWP 5790, the header's 20841
+	wantBoth(t, "gdb/info_threads_icinga2_pasted.txt", "gdb/pstack_threads10.txt") // rows 70-62: no thread 12
+	wantBoth(t, "gdb/pstack_mutex_o2.txt", "gdb/info_threads_logcabin_pasted.txt")
+	wantBoth(t, "gdb/info_threads_icinga2_pasted.txt", "gdb/info_threads_logcabin_pasted.txt")
+
+	// silent: one session's table, then the backtraces of its threads
+	wantOne(t, "table then bt", stored(t, "gdb", "variant_info_threads_bt.txt"))
+}
+
+// TestFaulthandlerProcessEnd: faulthandler's "Extension modules: …"
+// line and the shell's line for the signal that killed the process come
+// after a dump's last thread: a thread header after them is another
+// dump, though the paste shows no blank line between its threads.
+func TestFaulthandlerProcessEnd(t *testing.T) {
+	wantBoth(t, "faulthandler/py_gilext.txt", "faulthandler/pyfork_lock_sigusr1.txt")
+	wantBoth(t, "faulthandler/pasted_ci_log.txt", "faulthandler/pyfork_lock_sigusr1.txt")
+
+	// silent: a fatal error's dump with its extension modules is one
+	wantOne(t, "py_gilext", stored(t, "faulthandler", "py_gilext.txt"))
+}
+
+// TestWrappedFrameThenHeader: a frame as wide as a wrap (70-80 columns)
+// at the end of a paste is not joined to the next dump's first line
+// when the line under that one tells its header (a crash report's
+// "Exception Type:" over "Exception Codes:"); a CI log's "##[group]"
+// line is no frame's rest either.
+func TestWrappedFrameThenHeader(t *testing.T) {
+	wantBoth(t, "crash-report/mailcore2_webthread.txt", "crash-report/cwlutils_8badf00d.txt")
+	wantBoth(t, "jstack/intellij_pasted.txt", "crash-report/cwlutils_8badf00d.txt")
+	wantBoth(t, "frames/bcc_deadlock_report.txt", "crash-report/cwlutils_8badf00d.txt")
+}
+
+// TestYearIsNoGrepNumber: two CI logs' time stamps, one of 2024 over
+// one of 2025, looked like grep -n's "2024-" and "2025-": the prefix
+// was cut mid-stamp and the rest of the stamp stayed on the frame.
+func TestYearIsNoGrepNumber(t *testing.T) {
+	wantBoth(t, "eu-stack/pasted_issue.md", "goroutines/ci_log.txt")
+
+	// silent: grep -n -C's numbers still come off
+	in := "12-Thread 1 (Thread 0x7f0 (LWP 5)):\n13:#0  0x00007f0 in __lll_lock_wait () from /lib64/libpthread.so.0\n14-#1  0x00007f1 in main () at m.c:3\n"
+	wantShapes(t, "grep -n -C", in, "threads: 5/2")
+}
+
+// TestCoredumpIndentation: coredumpctl info indents a thread's header
+// and its frames alike, the journal's message neither: a header at
+// another indentation than the frame above it is another paste's (an
+// indented excerpt, then a flush one: both were one process).
+func TestCoredumpIndentation(t *testing.T) {
+	wantBoth(t, "systemd-coredump/varnish_4121_threads_excerpt.txt", "systemd-coredump/libvirt_bots_1350_excerpt.txt")
+
+	// silent: one entry's threads at one indentation (and a second
+	// entry's header before its threads: TestCoredumpDetected)
+	wantOne(t, "libvirt", stored(t, "systemd-coredump", "libvirt_bots_1350_excerpt.txt"))
+}

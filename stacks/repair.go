@@ -7,6 +7,7 @@ import (
 	"html"
 	"io"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -203,6 +204,24 @@ func (rp *repairer) peek() (repLine, bool) {
 	return rp.ahead[0], true
 }
 
+// peekAt returns the cleaned line i+1 lines after the current one (0:
+// peek's), reading and cleaning the lines up to it.
+func (rp *repairer) peekAt(i int) (repLine, bool) {
+	if _, ok := rp.peek(); !ok {
+		return repLine{}, false
+	}
+	for len(rp.ahead) <= i {
+		l, ok := rp.raw()
+		if !ok {
+			return repLine{}, false
+		}
+		n := len(rp.ahead)
+		c := rp.clean(l) // may read a line ahead itself, which comes after c
+		rp.ahead = slices.Insert(rp.ahead, n, c)
+	}
+	return rp.ahead[i], true
+}
+
 // take returns the next cleaned line.
 func (rp *repairer) take() (repLine, bool) {
 	if len(rp.ahead) > 0 {
@@ -237,7 +256,7 @@ var (
 	htmlTagRE    = regexp.MustCompile(`^</?(?:details|summary|pre|code|p|br|blockquote|div)(?:\s[^<>]*)?/?>`)
 	chainSepRE   = regexp.MustCompile(`\s*(?:->|→|<-|←)\s*`)
 	chainFuncRE  = regexp.MustCompile(`^[A-Za-z_][\w:.~<>$()*\[\]]*(?:\+0x[0-9a-f]+)?$`)
-	wrapStartRE  = regexp.MustCompile(`^(?:#\d+\s|\d+\s{2,}\S|Thread |thread #|\* thread|frame #|goroutine \d|File "|PID |TID |Process \d|created by |Traceback|Current thread|\d+ @ 0x|0x[0-9a-fA-F]+ is in |---|===|\[|\{|\}|"|</?[a-z])`)
+	wrapStartRE  = regexp.MustCompile(`^(?:#\d+\s|\d+\s{2,}\S|Thread |thread #|\* thread|frame #|goroutine \d|File "|PID |TID |Process \d|created by |Traceback|##\[|Current thread|\d+ @ 0x|0x[0-9a-fA-F]+ is in |---|===|\[|\{|\}|"|</?[a-z])`)
 	hexTailRE    = regexp.MustCompile(`0x[0-9a-fA-F]*$`) // an address cut in two
 	hexHeadRE    = regexp.MustCompile(`^[0-9a-fA-F]+(?:\s|$)`)
 	wrapFrameRE  = regexp.MustCompile(`^\s*(?:#\d+\s|\* frame #|frame #|File "|at )|\.go:\d+|\.(?:c|cc|cpp|h|py|rs):\d|0x[0-9a-f]{6,}`)
@@ -349,7 +368,9 @@ func (rp *repairer) grepPrefix(no int, s string) string {
 		return ""
 	}
 	var m []int
-	if s != "" && isDigit(s[0]) {
+	if s != "" && isDigit(s[0]) && !(len(s) > 10 && s[4] == '-' && s[7] == '-' && timestampRE.MatchString(s)) {
+		// (a date's year is no line number: "2024-06-01T10:00:01Z"
+		// over "2025-…" looked like grep's 2024- then 2025-)
 		m = grepRE.FindStringSubmatchIndex(s)
 	}
 	if m == nil {
@@ -567,7 +588,11 @@ func (rp *repairer) unwrap(l repLine) repLine {
 		if nt == "" || nt[0] == ' ' || nt[0] == '\t' || len(nt) > 80 || wrapStartRE.MatchString(nt) || abridgeRE.MatchString(nt) {
 			return l
 		}
-		if beginsOwn(nt) {
+		after := ""
+		if l2, ok := rp.peekAt(1); ok {
+			after = l2.text // a header told by the line under it ("Exception Type:" over "Exception Codes:")
+		}
+		if beginsOwn(nt, after) {
 			return l // the next dump after a frame as wide as a wrap
 		}
 		if c := nt[0]; (c == '-' || c == '=' || c == '>' || c == 0xe2) && leadArrowRE.MatchString(nt) {
@@ -592,7 +617,7 @@ func (rp *repairer) unwrap(l repLine) repLine {
 // beginsOwn says whether line s begins a dump (split.go) or names the
 // process whose dump follows (procheading.go): the next dump after a
 // paste cut mid-frame, never the rest of that frame.
-func beginsOwn(s string) bool {
+func beginsOwn(s, next string) bool {
 	t := strings.TrimSpace(s)
 	if t == "" {
 		return false
@@ -600,7 +625,7 @@ func beginsOwn(s string) bool {
 	if _, ok := processHeading(t); ok {
 		return true
 	}
-	return begins(t, "", "(wrap)") != ""
+	return begins(t, strings.TrimSpace(next), "(wrap)") != ""
 }
 
 // chain reads a hand-written call chain ("main -> run -> lock" or

@@ -85,5 +85,5 @@ func flushContinues(body, nt string) bool {
 	if nt[0] == '#' || wrapStartRE.MatchString(nt) && nt[0] != '"' {
 		return false
 	}
-	return !beginsOwn(nt) // a frame cut at the paste's end, then the next dump
+	return !beginsOwn(nt, "") // a frame cut at the paste's end, then the next dump
 }

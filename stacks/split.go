@@ -164,7 +164,12 @@ type pieceIDs struct {
 	samples  bool // a repeat of one process's dumps: ids come again
 	// lldbThread is the thread number of the last lldb thread header
 	lldbThread string
-	rows       map[string]bool // gdb info threads row numbers of the table being read
+	// rows maps the row numbers of the gdb info threads table being
+	// read to their LWPs ("" when a row shows none); lwps is the set of
+	// those LWPs (split_edges.go: a thread header the table does not list)
+	rows  map[string]string
+	lwps  map[string]bool
+	edges // split_edges.go
 	// faulthandler's layout (fhCut): blank is a blank line since the last
 	// line, fhFrame the last line a frame, fhBlanks a blank line seen
 	// between a frame and the next thread's header
@@ -223,8 +228,12 @@ func repeatKey(format, t string) string {
 	return ""
 }
 
-// cut says whether line t begins another process of the piece.
-func (g *pieceIDs) cut(format, t string) bool {
+// cut says whether line t begins another process of the piece; next
+// is the line or two after it where advance read them (else "").
+func (g *pieceIDs) cut(format, t, next string) bool {
+	if again, ok := g.edge(format, t, next); ok {
+		return again
+	}
 	if format == "gdb" {
 		if (t[0] == 'A' || t[0] == 'C' || t[0] == 'G' || t[0] == '[') && gdbSessionRE.MatchString(t) {
 			return g.content
@@ -251,19 +260,21 @@ func (g *pieceIDs) cut(format, t string) bool {
 			// an info threads table after a backtrace or another table:
 			// another process's (one session lists its threads first)
 			again := g.content
-			g.rows = nil
+			g.rows, g.lwps = nil, nil
 			return again
 		}
 		if isDigit(t[0]) || t[0] == '*' {
 			if m := infoRowRE.FindStringSubmatch(t); m != nil {
-				if g.rows == nil {
-					g.rows = map[string]bool{}
+				_, have := g.rows[m[1]]
+				again := have || g.detached && g.content // a row number again: another table
+				if g.rows == nil || again {
+					g.rows, g.lwps = map[string]string{}, map[string]bool{}
 				}
-				again := g.rows[m[1]] || g.detached && g.content // a row number again: another table
-				if again {
-					g.rows = map[string]bool{}
+				lwp := lwpOf(m[2])
+				g.rows[strings.Clone(m[1])] = lwp
+				if lwp != "" {
+					g.lwps[lwp] = true
 				}
-				g.rows[m[1]] = true
 				g.content = true
 				return again
 			}
@@ -551,10 +562,13 @@ func (p *piece) advance() bool {
 	l := p.src.ahead[0]
 	t := strings.TrimSpace(l.text)
 	if t != "" {
+		if p.format.Name == "systemd-coredump" {
+			p.ids.indent = strings.Index(l.text, t) // split_edges.go
+		}
 		next := ""
 		if t == "{" || t == "[" || isDigit(t[0]) || strings.HasPrefix(t, "Process") || strings.HasPrefix(t, "Traceback ") ||
 			strings.HasPrefix(t, "Thread ") && strings.IndexByte(t, '(') < 0 || // a crash report's section, not gdb's header
-			strings.HasPrefix(t, "Exception Type:") {
+			strings.HasPrefix(t, "Exception Type:") || needsNext(p.format.Name, t) {
 			next = p.src.nextText(0)
 		}
 		b := ""
@@ -576,7 +590,7 @@ func (p *piece) advance() bool {
 		case p.lines > 0 && b != "" && b != p.format.Name:
 			p.next, p.ended = p.src.detectAt(b), true
 			return false
-		case p.ids.cut(p.format.Name, t) && p.lines > 0:
+		case p.ids.cut(p.format.Name, t, next) && p.lines > 0:
 			p.next, p.ended = p.format, true
 			return false
 		}
@@ -757,7 +771,7 @@ func (s *pieceSource) parseAll(f *Format, forced bool) (*Snapshot, []Skipped, st
 		s.rp.useArena(f.Name == "gdb") // repair.go: arenaString
 		if s.fill(1) {
 			if t := strings.TrimSpace(s.ahead[0].text); t != "" {
-				p.ids.cut(f.Name, t) // the piece's first line counts
+				p.ids.cut(f.Name, t, s.nextText(0)) // the piece's first line counts
 			}
 		}
 		snap, skp, err := f.Parse(p)
