@@ -83,7 +83,6 @@ func runAnalyze(opts *analyzeOptions, ios *ioStreams) error {
 		}
 		snaps = append(snaps, snap)
 	}
-	mem.parsed()
 	return opts.diagnoseAndReport(ios, stacks.Merge(snaps...), rules)
 }
 

@@ -12,41 +12,41 @@ import (
 // A large dump's analysis should need no more memory than the dump's own
 // size (issue #13). The Go collector lets the heap grow to twice what is
 // live before it collects (GOGC=100). For `hangdoc analyze` of files
-// totalling S bytes, S of 16 MiB and more:
+// totalling S bytes, S of 16 MiB and more, the Go runtime's memory limit
+// is set from the start and the collector runs only when it is reached
+// (GOGC off): a gdb dump's heap stays well below it (its snapshot is a
+// quarter of its size), and the collector runs a few times instead of
+// at every 50% of growth. The limit is S less rssFloor (what the process
+// holds besides the Go runtime's memory: the binary's pages, libc; about
+// 18-21 MB on a tiny input, 11 MB of it the binary's file pages), at
+// most maxEarlyLimit, when that is at least minMemLimit; under it, where
+// the floor alone keeps RSS above S, 90% of S, which still holds the
+// peak lower and the collections fewer than GOGC=50 did.
 //
-//   - when S less rssFloor (what the process holds besides the Go heap:
-//     the binary's pages, libc, the runtime's own; about 18-21 MB on a
-//     tiny input, 11 MB of it the binary's file pages) is at least
-//     minMemLimit, that is the Go runtime's memory limit from the start
-//     and the collector runs only when it is reached (GOGC off): a
-//     gdb dump's heap then stays far below it (its snapshot is a
-//     quarter of its size) and the collector runs a few times instead
-//     of every 50% of growth. A watch after each collection gives the
-//     collector GOGC=50 back, limit lifted, as soon as what is live
-//     passes 1/liveFactor of the limit: a limit close to what is live
-//     makes the collector run without end (the 100 MB goroutine dump
-//     took 1.5-2.5 times its CPU so).
-//   - otherwise, while the input is parsed, the heap may grow to 1.5
-//     times what is live (GOGC=50); so to the end when 85% of S is under
-//     minMemLimit; else once it is parsed a soft limit of 85% of S holds
-//     the heuristics' and the report's heap, when the heap then live is
-//     at most 1/liveFactor of it (the heuristics need about twice that
-//     at their peak), and the collector's defaults come back when not.
+// A watch after each collection lifts the limit as soon as what is live
+// passes 1/earlyLiveFactor of it (a limit close to what is live makes the
+// collector run without end: the 100 MB goroutine dump took 1.5-2.5
+// times its CPU so): GOGC=50 from then on, under a soft limit of 85% of
+// S when that is above minMemLimit.
 //
-// Measured on the 100 MB gdb dump of `make bench` (GNU time, same
-// minute, load 10-15, CPU as wall times wait for a core): text CPU
-// 1.30-1.58 -> 1.11-1.17 s with the limit from the start (GOMEMLIMIT
-// 72MiB GOGC=off), RSS 83-86 -> 82 MB; JSON 1.46-1.51 -> 1.22 s, RSS 95
-// -> 83 MB. The GOGC=50 regime before it: peak RSS of the 100 MB gdb
-// dump 146 -> 98 MB, of the 100 MB goroutine dump 241 -> 212 MB; of the
-// 32 MB ones 55 -> 48 MB and 83 -> 73 MB (+0.1 s CPU each). GOMEMLIMIT
-// or GOGC, when set, are the user's say and are left alone.
+// Measured (GNU time, interleaved rounds, load 10-15, CPU as wall times
+// wait for a core): the 100 MB gdb dump, text CPU 1.37 -> 1.14 s, RSS 87
+// -> 86 MB; JSON 1.50 -> 1.34 s, 91 -> 87 MB (32 -> 9 collections). The
+// 32 MB gdb dump, text 0.49 -> 0.43 s, 45 -> 40 MB; JSON 0.55 -> 0.48 s,
+// 50 -> 40 MB. Goroutine dumps (lifted in the heuristics): 32 MB text
+// 0.81 -> 0.77 s, 62 -> 57 MB; 100 MB about as with GOGC=50 (3.1-3.4 s,
+// 109-112 MB). The GOGC=50 regime before: peak RSS of the 100 MB gdb dump
+// 146 -> 98 MB, of the 100 MB goroutine dump 241 -> 212 MB. GOMEMLIMIT or
+// GOGC, when set, are the user's say and are left alone.
 
 const (
 	minBudgetInput = 16 << 20 // smaller inputs keep the collector's defaults
-	minMemLimit    = 64 << 20 // the lowest limit analyze sets
+	minMemLimit    = 64 << 20 // the lowest limit of S less the floor, and of the lift's 85% of S
 	rssFloor       = 24 << 20 // resident besides the Go runtime's memory, with a margin
-	liveFactor     = 2.5
+	// maxEarlyLimit caps the limit from the start: a large file that is
+	// mostly no dump (a whole log) makes garbage, not a snapshot, and
+	// should not fill its size before the first collection
+	maxEarlyLimit = 256 << 20
 	// the watch lifts the early limit when what is live passes this
 	// share of it: the heuristics and the JSON report add a third to
 	// the snapshot at their peak
@@ -63,10 +63,6 @@ type memBudget struct {
 
 	mu    sync.Mutex // the watch runs in the finalizer goroutine
 	early int64      // the limit set from the start, while it holds; 0 when none
-	// lifted: the watch took the early limit away (GOGC=50 to the end:
-	// the collector's defaults, after the parse, let a 100 MB goroutine
-	// dump's heap reach twice its 80 MB live)
-	lifted bool
 }
 
 // limitMemory sets the collector's budget for inputs of the named files
@@ -89,14 +85,14 @@ func limitMemory(names []string) *memBudget {
 		b.off = true
 		return b
 	}
-	if limit := b.total - rssFloor; limit >= minMemLimit {
-		b.early = limit
-		b.prevLimit, b.limited = debug.SetMemoryLimit(limit), true
-		b.prevPercent = debug.SetGCPercent(-1)
-		b.watch()
-		return b
+	limit := min(b.total-rssFloor, maxEarlyLimit)
+	if limit < minMemLimit {
+		limit = b.total / 10 * 9
 	}
-	b.prevPercent = debug.SetGCPercent(50)
+	b.early = limit
+	b.prevLimit, b.limited = debug.SetMemoryLimit(limit), true
+	b.prevPercent = debug.SetGCPercent(-1)
+	b.watch()
 	return b
 }
 
@@ -115,8 +111,8 @@ func (b *memBudget) watch() {
 	})
 }
 
-// check lifts the early limit when live bytes are too close to it (then
-// GOGC=50 rules, as for smaller inputs); false when the limit is gone.
+// check lifts the early limit when live bytes are too close to it
+// (GOGC=50 from then on); false when the limit is gone.
 func (b *memBudget) check(live int64) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -126,9 +122,14 @@ func (b *memBudget) check(live int64) bool {
 	if live >= 0 && float64(live)*earlyLiveFactor <= float64(b.early) {
 		return true
 	}
-	b.early, b.lifted = 0, true
+	b.early = 0
 	debug.SetGCPercent(50)
-	debug.SetMemoryLimit(b.total / 100 * 85)
+	if limit := b.total / 100 * 85; limit > minMemLimit {
+		debug.SetMemoryLimit(limit)
+	} else {
+		debug.SetMemoryLimit(b.prevLimit)
+		b.limited = false
+	}
 	return false
 }
 
@@ -140,31 +141,6 @@ func liveHeap() int64 {
 		return int64(min(s[0].Value.Uint64(), math.MaxInt64))
 	}
 	return -1
-}
-
-// parsed sets the soft limit once the inputs are parsed, or gives the
-// collector its defaults back when the budget cannot be kept.
-func (b *memBudget) parsed() {
-	if b.off {
-		return
-	}
-	b.mu.Lock()
-	early := b.early != 0 || b.lifted
-	b.mu.Unlock()
-	if early {
-		return // the limit from the start holds, or GOGC=50 since the watch lifted it
-	}
-	limit := b.total / 100 * 85
-	if limit <= minMemLimit {
-		return // GOGC=50 to the end: the heap stays near what is live
-	}
-	runtime.GC() // what is live now, not at the last collection (tens of ms for a large dump)
-	if live := liveHeap(); live < 0 || float64(live)*liveFactor > float64(limit) {
-		debug.SetGCPercent(b.prevPercent)
-		b.off = true
-		return
-	}
-	b.prevLimit, b.limited = debug.SetMemoryLimit(limit), true
 }
 
 // restore puts the collector's settings back (tests run analyze in
