@@ -517,12 +517,30 @@ func spinWait(st []stacks.Frame) bool {
 // local_clear), not by the interpreter running Python code
 // (threading.Lock.acquire, Condition.wait's waiter lock).
 func pyLockTakenByC(t *stacks.Thread, caller int) bool {
+	if cAPIAcquire(t.Stack[:min(caller, len(t.Stack))]) {
+		return true
+	}
 	if caller >= len(t.Stack) {
 		return false
 	}
 	f := t.Stack[caller]
 	return strings.Trim(f.Func, "?") != "" && !stacks.IsPythonFrame(f) && !interpreterFrame(f) && nativeRow(f) == nil &&
 		!strings.Contains(f.Func, "vectorcall") && !strings.Contains(strings.ToLower(f.Func), "call_method")
+}
+
+// cAPIAcquire: the lock frames go through PyThread_acquire_lock, the C
+// API's blocking acquire, into PyThread_acquire_lock_timed: CPython 3's
+// lock objects (threading.Lock, Event, Condition) call the timed one
+// directly (acquire_timed), so the plain one above it is C code's own
+// acquire (an import lock, a buffered stream's, an extension's), even
+// when the paste cut the frame that called it.
+func cAPIAcquire(st []stacks.Frame) bool {
+	for i := 1; i < len(st); i++ {
+		if funcKey(st[i]) == "PyThread_acquire_lock" && funcKey(st[i-1]) == "PyThread_acquire_lock_timed" {
+			return true
+		}
+	}
+	return false
 }
 
 // allThreads reports whether the snapshot has every thread of the

@@ -114,6 +114,9 @@ type loneWaiter struct {
 	// process's others; allocator: the lock is an allocator's own.
 	partial   bool
 	allocator string
+	// interpreter: the lock is CPython's own, taken by its C code
+	// through PyThread_acquire_lock (cAPIAcquire).
+	interpreter bool
 	// others says how the dump shows the process with other threads
 	// (otherThreadsShown); pool is the thread-pool runtime frame that
 	// asked for the lock.
@@ -215,6 +218,16 @@ func (a *analysis) loneWaiterOf(p *stacks.Process) (loneWaiter, bool) {
 		return lw, true
 	}
 	lw.others = otherThreadsShown(a, p, t)
+	if caller >= len(t.Stack) && cAPIAcquire(t.Stack) && lw.others == "" && !a.Snap.Evidence.Lineage {
+		// CPython's C code takes one of the interpreter's own locks (an
+		// import lock, a buffered stream's) and the paste cut the code
+		// that took it: like an allocator's, such a lock is held only
+		// while that C code runs, so with no other thread in sight its
+		// holder is most likely a thread of the parent at fork()
+		// (multiprocessing's fork of a threaded parent).
+		lw.id, lw.interpreter = "fork-inherited-lock", true
+		return lw, true
+	}
 	if fam := allocatorOfWait(t); fam != "" {
 		// An allocator holds its lock only while it runs and waits for
 		// nothing inside: a waiter that no thread here releases is in a
@@ -551,6 +564,13 @@ func (a *analysis) loneWaiterDiagnosis(lw loneWaiter) Diagnosis {
 				fmt.Sprintf("`%s` is the thread-pool runtime's own code (OpenMP, OpenBLAS): the pool's lock is taken by the pool's threads, which a process that started the pool has", frameName(lw.pool)),
 				"fork() copies the pool's memory and its locks, held by a worker of the parent, but not the workers: in the child nobody releases the lock"}
 			d.Evidence = append(d.Evidence, "no lineage was read: whether the process is a forked child (its parent pid; `thread apply all bt` showing no pool worker) would settle it")
+		} else if lw.interpreter {
+			d.Summary = fmt.Sprintf("%s waits for %s in %s, a lock CPython's own C code takes (the C API's blocking acquire, not a threading lock object), and no thread in sight holds it: such a lock is held only while that code runs, so process %d is most likely a child forked from a threaded parent while another of its threads held it",
+				threadLabel(t), lock, site, p.Pid)
+			d.Chain = []string{waits, only,
+				"`PyThread_acquire_lock` above `PyThread_acquire_lock_timed`: the interpreter's C code takes the lock (an import lock, a buffered stream's, an extension's); threading's Lock, Event and Condition call the timed acquire directly",
+				"the code that took it is below the paste's cut; a lock held only while C code runs, which no thread here runs, was most likely copied locked by fork() (multiprocessing's default start method on Linux before 3.14)"}
+			d.Evidence = append(d.Evidence, "no lineage was read: whether the process is a forked child (its parent pid, multiprocessing or os.fork in the frames below the cut) would settle it")
 		} else if lw.allocator != "" {
 			d.Summary = fmt.Sprintf("%s waits for %s in %s, an allocator's own lock, and no thread in sight holds it: an allocator holds its lock only while it runs, so process %d is most likely a forked child whose parent had another thread inside the allocator at fork()",
 				threadLabel(t), lock, site, p.Pid)
