@@ -196,7 +196,7 @@ func goCreatorLeft(gp *goProc, g *gor) (string, bool) {
 		return false
 	}
 	if id := g.g.CreatedByID; id != 0 {
-		c := gp.byID[id]
+		c := gp.byTid(id)
 		switch {
 		case c == nil:
 			return fmt.Sprintf("goroutine %d, which started it in `%s`, has exited", id, cr), true

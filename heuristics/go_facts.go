@@ -8,8 +8,10 @@ package heuristics
 // struct it is a field of, and has not returned.
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/hangdoc/hangdoc/stacks"
@@ -65,10 +67,44 @@ type gorFacts struct {
 
 // goProc is a process whose threads are goroutines.
 type goProc struct {
-	p     *stacks.Process
-	all   []*gor
-	byID  map[int]*gor
-	users []*gor // user's answer
+	p   *stacks.Process
+	all []*gor
+	// byID orders all's indices by goroutine id (byTid), made on first
+	// use; nil while all is in id order itself (a dump as the runtime
+	// prints it): a map of every id cost 4 MB for 146,000 goroutines.
+	byID    []int32
+	indexed bool
+	users   []*gor // user's answer
+}
+
+// byTid returns the goroutine with id tid (the last one, if a process
+// shows it twice), nil when there is none; id 0 names none.
+func (gp *goProc) byTid(tid int) *gor {
+	if tid == 0 {
+		return nil
+	}
+	if !gp.indexed {
+		gp.indexed = true
+		if !slices.IsSortedFunc(gp.all, func(x, y *gor) int { return cmp.Compare(x.t.Tid, y.t.Tid) }) {
+			gp.byID = make([]int32, len(gp.all))
+			for i := range gp.byID {
+				gp.byID[i] = int32(i)
+			}
+			slices.SortStableFunc(gp.byID, func(x, y int32) int { return cmp.Compare(gp.all[x].t.Tid, gp.all[y].t.Tid) })
+		}
+	}
+	at := func(i int) *gor {
+		if gp.byID != nil {
+			return gp.all[gp.byID[i]]
+		}
+		return gp.all[i]
+	}
+	// the first index past tid, then one back: the last of its id
+	i := sort.Search(len(gp.all), func(i int) bool { return at(i).t.Tid > tid })
+	if i > 0 && at(i-1).t.Tid == tid {
+		return at(i - 1)
+	}
+	return nil
 }
 
 // goProcs returns the processes of the snapshot whose threads are
@@ -89,15 +125,12 @@ func buildGoProcs(a *analysis) []*goProc {
 				continue
 			}
 			if gp == nil {
-				gp = &goProc{p: p, byID: make(map[int]*gor, len(p.Threads)), all: make([]*gor, 0, len(p.Threads))}
+				gp = &goProc{p: p, all: make([]*gor, 0, len(p.Threads))}
 				slab = make([]gor, 0, len(p.Threads))
 			}
 			slab = append(slab, newGorMemo(p, t, memo))
 			g := &slab[len(slab)-1]
 			gp.all = append(gp.all, g)
-			if t.Tid != 0 {
-				gp.byID[t.Tid] = g
-			}
 		}
 		if gp != nil {
 			out = append(out, gp)
@@ -111,7 +144,7 @@ func buildGoProcs(a *analysis) []*goProc {
 // runs main for as long as the program lives, and no runtime message
 // says it is whole. A paste of the stuck goroutine alone is one.
 func (gp *goProc) fragment() bool {
-	if gp.p.Message != "" || gp.byID[1] != nil {
+	if gp.p.Message != "" || gp.byTid(1) != nil {
 		return false
 	}
 	for _, g := range gp.all {
