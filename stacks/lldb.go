@@ -117,6 +117,9 @@ func (p *lldbParser) line(l textLine) {
 	if strings.HasPrefix(sel, "thread #") && p.header(l, sel) {
 		return
 	}
+	if len(sel) > 3 && sel[0] == '#' && isDigit(sel[1]) && p.guiFrameLine(l, sel) {
+		return
+	}
 	if p.meta(l) {
 		return
 	}
@@ -151,6 +154,11 @@ func (p *lldbParser) meta(l textLine) bool {
 	}
 	if m := lldbProcessRE.FindStringSubmatch(t); m != nil {
 		p.setPid(m[1])
+		p.cur = nil
+		return true
+	}
+	if strings.HasPrefix(t, "process ") && allDigits(t[len("process "):]) {
+		p.setPid(t[len("process "):]) // lldb gui's Threads pane: the tree's root
 		p.cur = nil
 		return true
 	}
@@ -326,6 +334,46 @@ func (p *lldbParser) frameLine(l textLine, t string) bool {
 	}
 	lt.lastNo = num
 	p.addFrame(l, lt, num, body)
+	p.skipped.close()
+	return true
+}
+
+// guiFrameLine reads a frame of lldb gui's Threads pane (its box and
+// tree taken off by repair_tui.go): "#3: SDL_WaitEventTimeout_REAL +
+// 485", a symbol and the offset into it, no PC, no module.
+func (p *lldbParser) guiFrameLine(l textLine, t string) bool {
+	rest := t[1:]
+	j := digitsEnd(rest, 0)
+	if j == 0 || j > 7 || j+1 >= len(rest) || rest[j] != ':' || rest[j+1] != ' ' {
+		return false
+	}
+	body := strings.TrimSpace(rest[j+2:])
+	if body == "" || strings.ContainsAny(body, "`(") || strings.HasPrefix(body, "0x") {
+		return false // not the pane's form
+	}
+	num, _ := strconv.Atoi(rest[:j])
+	lt := p.cur
+	if lt == nil || num <= lt.lastNo {
+		lt = p.implicitThread()
+	}
+	if num > lt.lastNo+1 {
+		addThreadNote(lt.t, missingFrames(lt.lastNo, num))
+	}
+	lt.lastNo = num
+	name := body
+	if i := strings.LastIndex(body, " + "); i > 0 && allDigits(body[i+3:]) {
+		name = body[:i]
+	}
+	if strings.IndexByte(name, ' ') >= 0 {
+		return false
+	}
+	f := Frame{Func: name, Signal: lldbSignalFuncs[name]}
+	if l.cut {
+		addThreadNote(lt.t, cutFrame(l.no, num))
+	}
+	lt.t.Stack = append(lt.t.Stack, f)
+	lt.info = append(lt.info, lldbFrameInfo{concrete: FuncBase(name)})
+	lt.raw = append(lt.raw, body)
 	p.skipped.close()
 	return true
 }

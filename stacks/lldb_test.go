@@ -480,3 +480,58 @@ func TestLLDBVariants(t *testing.T) {
 		t.Error("stripped: no frame in the stripped executable")
 	}
 }
+
+// TestLLDBGuiPane: lldb gui's Threads pane copied with its box and tree
+// (scrcpy#5536, https://github.com/Genymobile/scrcpy/issues/5536: the
+// reporter's lldb had no `thread apply all bt`; testdata/corpus) reads
+// as lldb: the process, its threads with their tids, and frames named
+// by symbol, the copy cut inside thread #3.
+func TestLLDBGuiPane(t *testing.T) {
+	in, err := os.ReadFile(filepath.Join("..", "testdata", "corpus", "lldbgui-scrcpy-5536-client-blocked-in-accept-server-never-connects", "dump.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, _, format, err := Parse(bytes.NewReader(in), "")
+	if err != nil || format != "lldb" || len(snap.Processes) != 1 {
+		t.Fatalf("format %q, %v", format, err)
+	}
+	p := snap.Processes[0]
+	var got []string
+	for _, th := range p.Threads {
+		var fs []string
+		for _, f := range th.Stack {
+			fs = append(fs, f.Func)
+		}
+		got = append(got, strconv.Itoa(th.Tid)+": "+strings.Join(fs, " "))
+	}
+	want := []string{
+		"30909974: __semwait_signal nanosleep SDL_Delay_REAL SDL_WaitEventTimeout_REAL await_for_server scrcpy main_scrcpy main start",
+		"30910023: __workq_kernreturn _pthread_wqthread start_wqthread",
+		"30910024: __accept net_accept net_accept_intr sc_server_connect_to",
+	}
+	if p.Pid != 22068 || !reflect.DeepEqual(got, want) {
+		t.Errorf("pid %d, threads\n%s\nwant\n%s", p.Pid, strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	// silent: a tree drawn with the same glyphs outside a box is left
+	// as it is (a hand-drawn call tree's nesting)
+	tree := "main\n├─ run\n│  └─ lock\n"
+	if got := repairText(t, tree); got != tree {
+		t.Errorf("a tree outside a box was changed: %q", got)
+	}
+}
+
+// repairText runs the repairer alone over in.
+func repairText(t *testing.T, in string) string {
+	t.Helper()
+	rp := newRepairer(strings.NewReader(in))
+	var b strings.Builder
+	for {
+		l, ok := rp.next()
+		if !ok {
+			break
+		}
+		b.WriteString(l.text + "\n")
+	}
+	return b.String()
+}

@@ -52,6 +52,7 @@ type repairer struct {
 	arena       []byte      // arenaString's block
 	arenaOn     atomic.Bool // the piece being parsed keeps no piece of a line (useArena)
 	one         [1]repLine  // ahead's room for the one line a peek reads
+	inBox       bool        // inside a terminal UI's box (repair_tui.go)
 }
 
 // repairCount is how often one kind of repair was made, and where first.
@@ -282,6 +283,7 @@ func (rp *repairer) clean(l repLine) repLine {
 			break
 		}
 	}
+	s = rp.tuiBox(l.no, s) // repair_tui.go
 	if len(s) > 2 && s[0] == '`' {
 		if m := backtickRE.FindStringSubmatch(s); m != nil {
 			s = m[1]
