@@ -116,6 +116,9 @@ func waitOf(t *stacks.Thread) (class waitClass, caller int) {
 			}
 		}
 	}
+	if class == notWaiting && futex && caller == len(t.Stack)-1 && cutLockFrame(t) {
+		class, caller = waitLock, len(t.Stack) // the futex wait of a lock whose frame the paste cut inside its name
+	}
 	switch {
 	case w != nil && w.Mutex != nil:
 		return waitLock, caller
@@ -383,4 +386,15 @@ func goLockInList(st []stacks.Frame) (waitClass, int) {
 		i++
 	}
 	return waitLock, i
+}
+
+// cutLockFrame: the paste ends inside the name of the thread's last
+// frame, and every function of the vocabulary whose name begins so
+// takes a lock (a Rust std Mutex:: cut after its type).
+func cutLockFrame(t *stacks.Thread) bool {
+	n := len(t.Stack) - 1
+	if n < 1 || stacks.TopCut(t) || !stacks.FrameCut(t, n) {
+		return false
+	}
+	return stacks.VocabularyInForce().PrefixTakesLock(t.Stack[n].Func)
 }

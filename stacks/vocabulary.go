@@ -123,8 +123,9 @@ type Vocabulary struct {
 func (v *Vocabulary) Holding(family string) bool { return v.holding[family] }
 
 type vocabGlob struct {
-	re  *regexp.Regexp
-	row *VocabRow
+	re      *regexp.Regexp
+	pattern string // as written, for LookupPrefix
+	row     *VocabRow
 }
 
 // ParseVocabulary reads a table in vocabulary.json's form and checks it:
@@ -174,7 +175,7 @@ func ParseVocabulary(data []byte) (*Vocabulary, error) {
 			if err != nil {
 				return nil, fmt.Errorf("vocabulary: row %d (%s): %q: %w", i+1, r.Family, f, err)
 			}
-			v.globs = append(v.globs, vocabGlob{re, r})
+			v.globs = append(v.globs, vocabGlob{re, f, r})
 		}
 	}
 	return v, nil
@@ -273,6 +274,57 @@ func (v *Vocabulary) Lookup(name string) *VocabRow {
 	v.memo.Store(name, r)
 	slot.Store(&recentRow{name, r})
 	return r
+}
+
+// PrefixTakesLock says whether a function whose name the dump cut (a
+// paste that ends inside it: "std::sys::sync::mutex::futex::Mutex::")
+// takes a lock: the names of the table that begin so, and the globs the
+// cut name completes, are all of rows that take a lock (acquire, spin,
+// once) or of the low-level waits under one, with one lock at least.
+func (v *Vocabulary) PrefixTakesLock(prefix string) bool {
+	k := FuncKey(prefix)
+	if k == "" {
+		return false
+	}
+	locks := 0
+	// ok: a row that takes a lock, or the low-level wait under one
+	ok := func(r *VocabRow) bool {
+		if r.Role.IsLock() && r.Runtime == "" {
+			locks++
+			return true
+		}
+		return r.Role == RolePark || r.Role == RoleSyscall
+	}
+	for name, r := range v.exact {
+		if strings.HasPrefix(name, k) && !ok(r) {
+			return false
+		}
+	}
+	for _, g := range v.globs {
+		if globCompletes(g, k) && !ok(g.row) {
+			return false
+		}
+	}
+	return locks > 0
+}
+
+// globCompletes: the cut name k, completed with the end of the glob's
+// last literal part (the "lock_contended" of "std::sys::*Mutex::lock_contended"
+// after a k that ends in "Mutex::"; the "wait" of "std::sys::*Condvar::wait*"
+// after one that ends in "Condvar::"), matches the glob.
+func globCompletes(g vocabGlob, k string) bool {
+	p := strings.TrimRight(g.pattern, "*")
+	tail := p[strings.LastIndexByte(p, '*')+1:]
+	if tail == "" {
+		return false
+	}
+	lk, lt := strings.ToLower(k), strings.ToLower(tail)
+	for j := 3; j < len(lt); j++ { // three letters in common at least: "o" + "nForkChild" is no completion
+		if strings.HasSuffix(lk, lt[:j]) && g.re.MatchString(k+tail[j:]) {
+			return true
+		}
+	}
+	return false
 }
 
 // The heuristics ask Lookup about every frame of every thread, and a
