@@ -80,5 +80,5 @@ func matchOrphanedLock(a *analysis) []Diagnosis {
 		}
 		ds = append(ds, d)
 	}
-	return ds
+	return append(ds, matchGoLeftLocked(a)...)
 }

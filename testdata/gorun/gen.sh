@@ -62,7 +62,7 @@ self() {
 
 GO=${GO:-go}
 GO119=/usr/lib/go-1.19/bin/go
-for n in abba rlock chansend waitgroup leak deadlock server; do buildone "$GO" $n ""; done
+for n in abba rlock chansend waitgroup leak deadlock server leftlocked; do buildone "$GO" $n ""; done
 if [ -x $GO119 ]; then for n in abba rlock; do buildone $GO119 $n -go119; done; fi
 
 if [ "${SLOW:-1}" = 1 ]; then
@@ -75,6 +75,7 @@ if [ "${SLOW:-1}" = 1 ]; then
 	bgtake waitgroup "" waitgroup_sigquit.txt 130 GOTRACEBACK=all
 	# 1,000 goroutines, not the patient's 10,000: a 7 MB dump is too much to keep
 	bgtake leak "" leak_sigquit.txt 70 GOTRACEBACK=all HANGDOC_LEAK_N=1000
+	bgtake leftlocked "" leftlocked_sigquit.txt 70 GOTRACEBACK=all
 	if [ -x $GO119 ]; then bgtake abba -go119 go119_abba_sigquit.txt 70 GOTRACEBACK=all; fi
 	wait
 fi
