@@ -12,6 +12,7 @@ package heuristics
 
 import (
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 
@@ -295,6 +296,9 @@ func holderElsewhere(a *analysis, p *stacks.Process, t *stacks.Thread, partial b
 	if f, ok := recursiveLockFrame(a, t); ok {
 		return fmt.Sprintf("`%s` takes a recursive lock: a thread that holds it takes it again without waiting, so the thread waits for another thread's hold", frameName(f))
 	}
+	if lib := libraryLockOnce(a, t); lib != "" {
+		return fmt.Sprintf("the lock is taken inside %s's own code, which the thread entered once (no frame of it below): a library releases its internal locks before it returns, so this thread does not hold it, another thread does", lib)
+	}
 	if onlyOneTop(p, t) && threadCount(p) != 1 {
 		return "the paste also holds part of another thread's stack, whose innermost frames it cut: the process has other threads, and nothing on this stack shows it holding the lock"
 	}
@@ -305,6 +309,60 @@ func holderElsewhere(a *analysis, p *stacks.Process, t *stacks.Thread, partial b
 		return why + ", which the paste does not show; nothing on this stack shows it holding the lock"
 	}
 	return ""
+}
+
+// libraryLockOnce names the shared library whose own code asks for the
+// lock a thread waits for, when the thread entered that library once on
+// the stack the paste shows (its frames one run, none further down), ""
+// otherwise. Not the C and C++ runtimes (their locks are taken for the
+// program: stdio, atexit, static guards) nor a one-time initialiser's
+// wait, which the initialising thread re-enters.
+func libraryLockOnce(a *analysis, t *stacks.Thread) string {
+	class, caller := a.wait(t)
+	if class != waitLock || caller >= len(t.Stack) || onceWait(t, caller) {
+		return ""
+	}
+	lib := frameLibrary(t.Stack[caller])
+	if lib == "" || runtimeLibrary(lib) {
+		return ""
+	}
+	i := caller
+	for i < len(t.Stack) && frameLibrary(t.Stack[i]) == lib {
+		i++
+	}
+	for _, f := range t.Stack[i:] {
+		if frameLibrary(f) == lib {
+			return ""
+		}
+	}
+	return "`" + lib + "`"
+}
+
+// frameLibrary is the shared object a frame is in, by its module or, for
+// a frame printed with no symbol ("??? () at /lib/…/libgio-2.0.so.0"),
+// by the path printed in place of its source file; "" for the program's
+// own code and frames that do not say.
+func frameLibrary(f stacks.Frame) string {
+	m := f.Module
+	if m == "" && strings.Trim(f.Func, "?") == "" {
+		m = f.File
+	}
+	base := path.Base(strings.ReplaceAll(m, "\\", "/"))
+	if !strings.Contains(base, ".so") && !strings.HasSuffix(base, ".dylib") && !strings.HasSuffix(base, ".dll") {
+		return ""
+	}
+	return base
+}
+
+// runtimeLibrary: the C and C++ runtimes and the loader, whose locks a
+// program takes through them.
+func runtimeLibrary(base string) bool {
+	for _, p := range []string{"libc.", "libc-", "libpthread", "ld-linux", "ld64", "libstdc++", "libc++", "libgcc", "libsystem_", "libdyld", "libdispatch", "libobjc", "ntdll", "kernel32", "kernelbase", "libmusl", "ld-musl"} {
+		if strings.HasPrefix(strings.ToLower(base), p) {
+			return true
+		}
+	}
+	return false
 }
 
 // onlyOneTop: t is the only thread of the process whose innermost frames
