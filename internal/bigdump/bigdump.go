@@ -58,14 +58,26 @@ func GDB(text string, size int) ([]byte, error) {
 var goID = regexp.MustCompile(`^\d+`)
 
 // Goroutines returns a SIGQUIT goroutine dump of about size bytes made of
-// the goroutines of the dump texts under fresh ids.
+// the goroutines of the dump texts under fresh ids. A running goroutine
+// shown with its stack comes once, first: in a real dump only the one
+// that prints it is (the splitter takes a second for another dump,
+// stacks/split_edges.go).
 func Goroutines(texts []string, size int) ([]byte, error) {
 	var blocks []string
+	runner := ""
 	for _, text := range texts {
 		for _, blk := range strings.Split(text, "\n\n") {
-			if strings.HasPrefix(blk, "goroutine ") && !strings.HasPrefix(blk, "goroutine 0 ") {
-				blocks = append(blocks, blk[strings.IndexByte(blk, ' ')+1:])
+			if !strings.HasPrefix(blk, "goroutine ") || strings.HasPrefix(blk, "goroutine 0 ") {
+				continue
 			}
+			blk = blk[strings.IndexByte(blk, ' ')+1:]
+			if runsWithStack(blk) {
+				if runner == "" {
+					runner = blk
+				}
+				continue
+			}
+			blocks = append(blocks, blk)
 		}
 	}
 	if len(blocks) == 0 {
@@ -74,13 +86,29 @@ func Goroutines(texts []string, size int) ([]byte, error) {
 	var b bytes.Buffer
 	b.Grow(size + 64<<10)
 	b.WriteString("SIGQUIT: quit\nPC=0x486121 m=0 sigcode=0\n")
-	for id, i := 1, 0; b.Len() < size; id, i = id+1, i+1 {
+	id := 1
+	write := func(blk string) {
 		b.WriteString("\ngoroutine ")
 		b.WriteString(strconv.Itoa(id))
-		b.WriteString(goID.ReplaceAllString(blocks[i%len(blocks)], ""))
+		b.WriteString(goID.ReplaceAllString(blk, ""))
 		b.WriteByte('\n')
+		id++
+	}
+	if runner != "" {
+		write(runner)
+	}
+	for i := 0; b.Len() < size; i++ {
+		write(blocks[i%len(blocks)])
 	}
 	return b.Bytes(), nil
+}
+
+// runsWithStack says whether a goroutine's block (its header without
+// "goroutine ") is a running goroutine with its stack printed.
+func runsWithStack(blk string) bool {
+	head, rest, _ := strings.Cut(blk, "\n")
+	return strings.Contains(head, "[running") && !strings.Contains(head, " gp=") && rest != "" &&
+		!strings.HasPrefix(strings.TrimSpace(rest), "goroutine running on other thread")
 }
 
 // FromRepo builds the dump of kind "gdb" or "goroutines" from the stored
