@@ -68,21 +68,23 @@ func goLeaks(gp *goProc) []goLeak {
 		}
 		l := goLeak{}
 		mins := make([]int, 0, n)
-		creators := map[string]int{}
-		frames := map[string]stacks.Frame{}
+		// creators by their go statement (a struct key: a string made per
+		// goroutine was most of this pass's garbage on a large dump)
+		creators := map[goCreatorKey]int{}
+		frames := map[goCreatorKey]stacks.Frame{}
 		for _, t := range grp.Threads {
 			g := byThread[t]
 			l.gs = append(l.gs, g)
 			mins = append(mins, g.g.WaitMinutes)
 			cf := g.g.CreatedBy
-			k := fmt.Sprintf("%s %s:%d", cf.Func, cf.File, cf.Line)
+			k := goCreatorKey{cf.Func, cf.File, cf.Line}
 			creators[k]++
 			frames[k] = cf
 		}
 		sort.Ints(mins)
 		l.minutes = mins[n/2]
 		for k, c := range creators {
-			if c > l.created || c == l.created && k < fmt.Sprintf("%s %s:%d", l.creator.Func, l.creator.File, l.creator.Line) {
+			if c > l.created || c == l.created && goCreatorText(frames[k]) < goCreatorText(l.creator) {
 				l.created, l.creator = c, frames[k]
 			}
 		}
@@ -99,6 +101,15 @@ func goLeaks(gp *goProc) []goLeak {
 	}
 	return out
 }
+
+// goCreatorKey is a go statement: the creating frame's function and place.
+type goCreatorKey struct {
+	fn, file string
+	line     int
+}
+
+// goCreatorText orders creators that started as many goroutines.
+func goCreatorText(f stacks.Frame) string { return fmt.Sprintf("%s %s:%d", f.Func, f.File, f.Line) }
 
 // goPastedLeaks finds, in a dump too small for goLeaks (a paste of a
 // few goroutines standing for many), two goroutines or more parked in
