@@ -15,6 +15,8 @@ package heuristics
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/hangdoc/hangdoc/stacks"
 )
@@ -25,6 +27,21 @@ import (
 type pyCondHold struct {
 	p                *stacks.Process
 	waiters, holders []ThreadRef
+	// native: threads without Python frames that wait to be woken; the
+	// holders when no Python thread is one (ownerlessLockWait)
+	native []ThreadRef
+}
+
+// ownerlessLockWait: the thread waits to take a lock of a family that
+// records no holder at all, even for a live attach (the vocabulary's
+// owner "none…"), so that the lock's silence about its owner says nothing.
+func ownerlessLockWait(t *stacks.Thread) bool {
+	for _, f := range t.Stack {
+		if r := nativeRow(f); r != nil && r.Role == stacks.RoleAcquire {
+			return strings.HasPrefix(r.Owner, "none")
+		}
+	}
+	return false
 }
 
 // findPyCondHolds returns them once per snapshot (LockDiagnosed and
@@ -53,13 +70,18 @@ func detectPyCondHolds(a *analysis) []pyCondHold {
 				ok = false // it may release the lock
 				break
 			}
-			class, _ := a.wait(t)
+			class, caller := a.wait(t)
 			if !hasPyFrames(t) {
-				if class == waitCond || class == waitJoin {
-					continue // a native library's idle worker (OpenBLAS, a C pool) takes no Python lock
+				switch {
+				case class.isLock() && ownerlessLockWait(t) && !a.namedOwner(t):
+					c.waiters = append(c.waiters, ThreadRef{Proc: p, Thread: t})
+				case class == waitCond && !isTimedWait(t.Stack, caller):
+					c.native = append(c.native, ThreadRef{Proc: p, Thread: t})
+				case class == waitCond || class == waitJoin:
+				default:
+					ok = false
 				}
-				ok = false
-				break
+				continue
 			}
 			if class != waitPyLock && class != waitCond && class != waitJoin {
 				ok = false // on I/O or a timer: it may yet do what the others wait for
@@ -72,7 +94,16 @@ func detectPyCondHolds(a *analysis) []pyCondHold {
 				c.holders = append(c.holders, ThreadRef{Proc: p, Thread: t})
 			}
 		}
-		if ok && len(c.waiters) > 0 && len(c.holders) > 0 {
+		if !ok || len(c.waiters) == 0 {
+			continue
+		}
+		if len(c.holders) == 0 && len(c.native) > 0 && !slices.ContainsFunc(c.waiters, func(r ThreadRef) bool { return hasPyFrames(r.Thread) }) {
+			// Native code alone: a lock that records no holder by design
+			// (Rust's std Mutex, parking_lot, GLib's GMutex), and threads
+			// that wait to be woken (a channel's receive, a condvar).
+			c.holders, c.native = c.native, nil
+		}
+		if len(c.holders) > 0 {
 			out = append(out, c)
 		}
 	}
@@ -95,21 +126,30 @@ func pyCondHoldDiagnosis(c pyCondHold) Diagnosis {
 	}}
 	d.Summary = fmt.Sprintf("%d threads most likely deadlock through a lock held across a wait: %s for a lock (%s) that records no owner; "+
 		"no thread runs, so its holder is most likely %s, which waits to be woken (%s) while it holds the lock, by the thread waiting for the lock",
-		len(c.waiters)+len(c.holders), waiters, pyWhere(w), holder, pyWhere(c.holders[0].Thread))
+		len(c.waiters)+len(c.holders), waiters, holdSite(w), holder, holdSite(c.holders[0].Thread))
 	for _, r := range c.waiters {
-		d.Chain = append(d.Chain, fmt.Sprintf("%s waits for a lock in %s", threadLabel(r.Thread), pyWhere(r.Thread)))
+		d.Chain = append(d.Chain, fmt.Sprintf("%s waits for a lock in %s", threadLabel(r.Thread), holdSite(r.Thread)))
 	}
 	for _, r := range c.holders {
-		d.Chain = append(d.Chain, fmt.Sprintf("%s waits to be woken in %s: a Condition.wait releases only the condition's own lock, not one the caller took before", threadLabel(r.Thread), pyWhere(r.Thread)))
+		d.Chain = append(d.Chain, fmt.Sprintf("%s waits to be woken in %s: a wait releases only its own lock (a condition's), not one the caller took before", threadLabel(r.Thread), holdSite(r.Thread)))
 	}
 	d.Chain = append(d.Chain, "no thread runs: the waker of the condition is among those waiting, and the only threads that could hold the lock are those waiting to be woken")
 	for _, r := range append(append([]ThreadRef{}, c.waiters...), c.holders...) {
 		d.Evidence = append(d.Evidence, stackLine(r.Thread))
 	}
-	d.Evidence = append(d.Evidence, "threading's locks record no owner: the holder is inferred from who waits how, not read; "+
-		"the lock taken by the waiting-to-be-woken thread's caller (a `with lock:` around the put, get or wait) settles it")
-	d.Fix = "Do not hold a lock while waiting on a queue, an event or a condition: release it before the put, get or wait " +
+	d.Evidence = append(d.Evidence, "the lock records no owner (threading's locks, Rust's std Mutex, parking_lot): the holder is inferred from who waits how, not read; "+
+		"the lock taken by the waiting-to-be-woken thread's caller (a `with lock:` or a guard around the put, get, recv or wait) settles it")
+	d.Fix = "Do not hold a lock while waiting on a queue, a channel, an event or a condition: release it (drop the guard) before the put, get, recv or wait " +
 		"(or use a Condition built on that lock, so that wait releases it), or give the wait a timeout and back off."
 	d.name(append(append([]ThreadRef{}, c.waiters...), c.holders...)...)
 	return d
+}
+
+// holdSite says where a thread waits: its Python site, else its native
+// wait site.
+func holdSite(t *stacks.Thread) string {
+	if s := pyWhere(t); s != "" {
+		return s
+	}
+	return waitSite(t)
 }

@@ -76,3 +76,39 @@ func TestPyLockHeldAcrossWaitStaysSilent(t *testing.T) {
 		t.Errorf("no thread waits to be woken: %s", s)
 	}
 }
+
+// The native form: a lock that records no holder by design (Rust's std
+// Mutex) waited for, a thread parked for a channel's message, nothing
+// else: the parked thread most likely holds the lock (rust_recv_hold.rs
+// as a live read shows it, hand-built). A lock whose owner a live attach
+// could read (a pthread mutex) is the owner graph's, and a thread asleep
+// on a timer may hold the lock and let it go: silent.
+func TestNativeLockHeldAcrossWait(t *testing.T) {
+	parked := func(tid int) *stacks.Thread {
+		return thread(tid, "receiver", "syscall", "std::sys::pal::unix::futex::futex_wait", "std::sys::sync::thread_parking::futex::Parker::park",
+			"std::thread::Thread::park", "std::sync::mpmc::list::Channel<u64>::recv", "rust_recv_hold::receive", "start_thread")
+	}
+	rustWaiter := thread(12, "sender", "syscall", "std::sys::pal::unix::futex::futex_wait", "std::sys::sync::mutex::futex::Mutex::lock_contended",
+		"std::sys::sync::mutex::futex::Mutex::lock", "std::sync::poison::mutex::Mutex<u64>::lock<u64>", "rust_recv_hold::send_after_lock", "start_thread")
+	joiner := thread(10, "main", "__futex_abstimed_wait_common", "__pthread_clockjoin_ex", "std::thread::JoinInner<()>::join", "main")
+	d, ok := top(pasted(proc(10, joiner, parked(11), rustWaiter)))
+	if !ok || d.ID != "lock-order-cycle" || d.Confidence != Low || !nbHasTid(d, 11) || !nbHasTid(d, 12) || !strings.Contains(d.Summary, "held across a wait") {
+		t.Fatalf("got %s %s %v: %s", d.ID, d.Confidence, d.Tids, d.Summary)
+	}
+	claims := func(snap *stacks.Snapshot) string {
+		for _, d := range Diagnose(snap, Options{}).Diagnoses {
+			if strings.Contains(d.Summary, "held across a wait") {
+				return d.Summary
+			}
+		}
+		return ""
+	}
+	pthreadWaiter := thread(12, "sender", "futex_wait", "__lll_lock_wait", "pthread_mutex_lock", "send_after_lock", "start_thread")
+	if s := claims(pasted(proc(10, joiner, parked(11), pthreadWaiter))); s != "" {
+		t.Errorf("a pthread mutex's owner is readable: %s", s)
+	}
+	napper := thread(13, "tick", "clock_nanosleep", "__GI___nanosleep", "std::thread::sleep", "tick", "start_thread")
+	if s := claims(pasted(proc(10, joiner, parked(11), rustWaiter, napper))); s != "" {
+		t.Errorf("a thread on a timer may hold the lock: %s", s)
+	}
+}
