@@ -321,3 +321,29 @@ func TestCoredumpIndentation(t *testing.T) {
 	// entry's header before its threads: TestCoredumpDetected)
 	wantOne(t, "libvirt", stored(t, "systemd-coredump", "libvirt_bots_1350_excerpt.txt"))
 }
+
+// TestPyBtThenThreads: gdb's py-bt prints the current thread's Python
+// stack without a thread header; a thread header right after it, with
+// no prompt between, is another paste's (pstack's threads were taken
+// into the py-bt's process).
+func TestPyBtThenThreads(t *testing.T) {
+	wantBoth(t, "gdb/pybt_sonic_mgmt_22212_pasted.md", "gdb/pstack_mutex_o2.txt")
+	wantBoth(t, "gdb/pybt_sonic_mgmt_22212_pasted.md", "gdb/pstack_threads10.txt")
+	// silent: with the prompt of the next command between, one session
+	// (TestPyBtThenSession)
+}
+
+// TestFaulthandlerLayoutAhead: a dump of one thread shows no blank line
+// between threads, so a header right under its last frame is told by
+// the lines after it: where the next dump shows faulthandler's blank
+// line between its threads, the paste keeps them, and the header began
+// another dump.
+func TestFaulthandlerLayoutAhead(t *testing.T) {
+	wantBoth(t, "faulthandler/lock_sigusr2_current_only.txt", "faulthandler/pyfork_lock_sigusr1.txt")
+	wantBoth(t, "faulthandler/py_logging_fork_worker.txt", "faulthandler/pyfork_lock_sigusr1.txt")
+
+	// silent: where the paste lost every blank line, the threads after
+	// stay one dump (lock_sigabrt, edited: its blank lines taken out)
+	abort := strings.ReplaceAll(stored(t, "faulthandler", "lock_sigabrt.txt"), "\n\n", "\n")
+	wantOne(t, "blank lines lost", abort)
+}

@@ -583,6 +583,11 @@ func (p *piece) advance() bool {
 		if b == "" && (p.format.Name == "sample" || p.format.Name == "crash-report") && p.ids.content && beginSpindumpRE.MatchString(t) {
 			b = "spindump" // past a report's call graph or threads, its header lines are another report's
 		}
+		if (b == "" || b == "faulthandler") && p.format.Name == "faulthandler" && p.lines > 0 && p.fhLayoutAhead(t) {
+			p.ids.fhBlanks = true // split_edges.go
+			p.next, p.ended = p.format, true
+			return false
+		}
 		switch {
 		case p.lines > 0 && (b == "hangdoc-json" || b == "py-spy" && t == "[") && p.format.Name == b && p.ids.content:
 			p.next, p.ended = p.format, true // a second snapshot, a second py-spy --json array

@@ -36,6 +36,9 @@ import (
 //     indentation (coredumpctl info indents both, the journal's message
 //     neither): a header at another indentation than the frame above it
 //     is another paste's.
+//   - gdb's py-bt prints the current thread's Python stack without a
+//     thread header; a thread header after it with no prompt between
+//     (the next command's output) is another paste's.
 //   - faulthandler's "Extension modules: …" line and the shell's report
 //     of the signal that killed the process ("Aborted (core dumped)")
 //     come after a dump's last thread: a thread header after them is
@@ -51,9 +54,12 @@ type edges struct {
 	pyJSON  bool            // a py-spy --json array was opened
 	// goRunner: a running goroutine with its stack was read (runsWithStack)
 	goRunner bool
-	gdbLast  int  // the last gdb thread header's number
-	gdbDesc  int  // the gdb headers in a row, down to gdbLast
-	fhEnded  bool // faulthandler: the process's end was printed
+	gdbLast  int // the last gdb thread header's number
+	gdbDesc  int // the gdb headers in a row, down to gdbLast
+	// gdbHeader: a gdb thread header was read; pyBtBare: a py-bt
+	// traceback was, before any header and with no prompt since
+	gdbHeader, pyBtBare bool
+	fhEnded             bool // faulthandler: the process's end was printed
 	// indent is the current line's indentation (advance sets it);
 	// cdIndent that of the last systemd-coredump frame or header (cdSeen)
 	indent, cdIndent int
@@ -90,12 +96,19 @@ func (g *pieceIDs) edge(format, t, next string) (again, ok bool) {
 		}
 	case "gdb":
 		if t[0] == 'T' {
+			if t == "Traceback (most recent call first):" {
+				g.pyBtBare = g.pyBtBare || !g.gdbHeader
+				return false, false
+			}
 			return g.gdbHeaderEdge(t)
 		}
-		if strings.HasPrefix(t, "(gdb) info thr") {
-			again := g.content
-			g.rows, g.lwps = nil, nil
-			return again, true
+		if t[0] == '(' && strings.HasPrefix(t, "(gdb) ") {
+			g.pyBtBare = false // the next command's output, same session
+			if strings.HasPrefix(t, "(gdb) info thr") {
+				again := g.content
+				g.rows, g.lwps = nil, nil
+				return again, true
+			}
 		}
 	case "spindump":
 		if strings.HasPrefix(t, "Heaviest stack for ") || strings.HasPrefix(t, "Thread 0x") {
@@ -209,6 +222,10 @@ func (g *pieceIDs) gdbHeaderEdge(t string) (bool, bool) {
 	if !ok {
 		return false, false
 	}
+	if g.pyBtBare {
+		return true, true
+	}
+	g.gdbHeader = true
 	n, err := strconv.Atoi(no)
 	if err != nil {
 		return false, false // "1.2": inferior.thread, several inferiors
@@ -252,3 +269,37 @@ func lwpOf(s string) string {
 
 // shellDeathRE is a shell's line for a process a signal killed.
 var shellDeathRE = regexp.MustCompile(`^(?:Aborted|Segmentation fault|Bus error|Illegal instruction|Floating point exception|Killed|Quit|Trace/breakpoint trap)(?: \(core dumped\))?$`)
+
+// fhLayoutAhead: faulthandler's header t comes right under a frame, and
+// the paste has shown no blank line between threads yet (a dump of one
+// thread: fhCut cannot tell whether the paste keeps them). The lines
+// after it say: where a frame, a blank line and a header follow each
+// other within fhWindow lines, the paste keeps faulthandler's blank
+// lines, so t, with none above it, begins another dump.
+func (p *piece) fhLayoutAhead(t string) bool {
+	g := &p.ids
+	if !g.fhFrame || g.blank || g.fhBlanks || !g.content || !faultHeaderRE.MatchString(t) {
+		return false
+	}
+	frame, blank := false, false
+	for i := 1; i < fhWindow && p.src.fill(i+1); i++ {
+		s := strings.TrimSpace(p.src.ahead[i].text)
+		switch {
+		case s == "":
+			blank = frame
+		case faultHeaderRE.MatchString(s):
+			if blank {
+				return true
+			}
+			if frame {
+				return false // a header right under a frame again: no blank lines in this paste
+			}
+		default:
+			frame, blank = strings.HasPrefix(s, "File ") || strings.HasPrefix(s, "Binary file "), false
+		}
+	}
+	return false
+}
+
+// fhWindow is how far fhLayoutAhead looks: a few threads' frames.
+const fhWindow = 256

@@ -105,7 +105,12 @@ var representatives = []string{
 // ordered pairs, 19356 read right, then 19429 once a dump's header after
 // an excerpt's threads, py-spy text after --json, gdb's thread order and
 // info threads table, Go's dump printer, faulthandler's end lines and
-// coredumpctl's indentation were told (split_edges.go).
+// coredumpctl's indentation were told (split_edges.go); 19433 once a
+// thread header after a bare py-bt and faulthandler's layout ahead of a
+// one-thread dump were. The one left: a spindump's heaviest stack, then
+// a report that starts at its "Process:" section (no header): a real
+// report prints its heaviest stack above its target's section, so the
+// text cannot tell.
 
 // TestConcatenatedDumps: two dumps pasted one after the other are read as
 // the processes of each, in order, with the deadlock verdicts of each: a
@@ -119,8 +124,8 @@ var representatives = []string{
 // format is taken turns with the dump on the other side (concatSample).
 //
 // HANGDOC_CONCAT_ALL=1 tries every ordered pair instead (all dumps
-// first, every headed dump second: 19434 pairs, 77 s of CPU, 2 min
-// under load on 2 cores); HANGDOC_CONCAT_SEED=N turns the sample by N,
+// first, every headed dump second: 19434 pairs, 61-77 s of CPU, 1-2 min
+// on 2 cores under load); HANGDOC_CONCAT_SEED=N turns the sample by N,
 // so that runs with other seeds try other pairs.
 func TestConcatenatedDumps(t *testing.T) {
 	dumps := dumpsAlone(t)
