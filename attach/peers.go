@@ -51,7 +51,7 @@ func (s *sampler) crossProcess(tg *target, w *stacks.Wait, sc syscallState) {
 	if s.peers == nil {
 		s.peers = &peerIndex{}
 	}
-	w.PeerPids = s.peers.resolve(tg.pid, wants)
+	w.PeerPids, w.PeerSelf = s.peers.resolve(tg.pid, wants)
 	if s.peers.cut {
 		addNote(&tg.proc.Notes, fmt.Sprintf("the scan of every process's fds for the other ends of pipes and sockets stopped after %v: peers may be missing", peerScanBudget))
 	}
@@ -74,8 +74,9 @@ type peerIndex struct {
 }
 
 // resolve returns the processes other than pid that hold the other end
-// of the fds wants names, in pid order.
-func (x *peerIndex) resolve(pid int, wants []fdWant) []int {
+// of the fds wants names, in pid order, and whether, with none, pid holds
+// the other end of a pipe itself (self).
+func (x *peerIndex) resolve(pid int, wants []fdWant) (pids []int, self bool) {
 	type end struct {
 		ino         uint64
 		pipe        bool
@@ -101,23 +102,26 @@ func (x *peerIndex) resolve(pid int, wants []fdWant) []int {
 		}
 	}
 	if len(ends) == 0 {
-		return nil
+		return nil, false
 	}
 	x.build()
-	var pids []int
 	for _, e := range ends {
 		for _, h := range x.holders[e.ino] {
-			if h.pid == pid || slices.Contains(pids, h.pid) || !stillHolds(h, e.ino) {
+			if slices.Contains(pids, h.pid) || !stillHolds(h, e.ino) {
 				continue
 			}
 			if e.pipe && !pipeAccess(h, e.write, e.read) {
+				continue
+			}
+			if h.pid == pid {
+				self = self || e.pipe
 				continue
 			}
 			pids = append(pids, h.pid)
 		}
 	}
 	slices.Sort(pids)
-	return pids
+	return pids, self && len(pids) == 0
 }
 
 // stillHolds checks that a holder found by the scan still has the inode

@@ -185,14 +185,25 @@ func TestResolvePipePeers(t *testing.T) {
 	writer, reader := holder(w), holder(r)
 	me := os.Getpid()
 	x := &peerIndex{}
-	if got := x.resolve(me, []fdWant{{fd: int(r.Fd()), in: true}}); !slices.Equal(got, []int{writer}) {
+	if got, self := x.resolve(me, []fdWant{{fd: int(r.Fd()), in: true}}); !slices.Equal(got, []int{writer}) || self {
 		t.Errorf("peers of a read = %v, want the writer %d (not the reader %d, not this process)", got, writer, reader)
 	}
-	if got := x.resolve(me, []fdWant{{fd: int(w.Fd()), out: true}}); !slices.Equal(got, []int{reader}) {
+	if got, self := x.resolve(me, []fdWant{{fd: int(w.Fd()), out: true}}); !slices.Equal(got, []int{reader}) || self {
 		t.Errorf("peers of a write = %v, want the reader %d", got, reader)
 	}
 	if !x.built || x.cut {
 		t.Errorf("index built %v, cut %v", x.built, x.cut)
+	}
+	// A pipe whose write end only this process holds: no peer, itself.
+	r2, w2, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Close()
+	defer w2.Close()
+	x = &peerIndex{}
+	if got, self := x.resolve(me, []fdWant{{fd: int(r2.Fd()), in: true}}); len(got) != 0 || !self {
+		t.Errorf("a pipe only this process writes: peers %v, self %v; want none, true", got, self)
 	}
 }
 

@@ -100,5 +100,27 @@ func ioWaitDiagnosis(a *analysis, p *stacks.Process, all []threadFacts) Diagnosi
 		d.Chain = append(d.Chain, o)
 	}
 	d.Chain = append(d.Chain, "nothing is stuck on a lock: the process waits for the other end")
+	if self := selfPipeWaits(io); len(self) > 0 {
+		x := self[0]
+		d.Summary += fmt.Sprintf("; the other end of its pipe is held by no other process, only by %s itself", whoProc(p))
+		d.Chain = append(d.Chain, fmt.Sprintf("%s waits on a pipe whose other end no other process holds, only its own process (fd %d's peer end is open in pid %d): "+
+			"only a thread or a signal handler of pid %d can write the data, or close the end for the EOF, it waits for", x.label(), x.lastWait().Fd, p.Pid, p.Pid))
+		d.Fix = "If it waits for the end of a child's output (EOF), close this process's own copy of the pipe's write end after fork " +
+			"(each side closes the end it does not use; spawn with close_fds / O_CLOEXEC); if a thread or a signal handler of the same " +
+			"process is meant to write it (a wake-up pipe), look at why that thread does not. " +
+			"Otherwise: nothing is deadlocked here; give the read a timeout if the data may never come."
+	}
 	return d
+}
+
+// selfPipeWaits are the I/O waiters on a pipe only their own process
+// holds the other end of (Wait.PeerSelf, read by a live attach).
+func selfPipeWaits(io []threadFacts) []threadFacts {
+	var out []threadFacts
+	for _, x := range io {
+		if w := x.lastWait(); w != nil && w.PeerSelf {
+			out = append(out, x)
+		}
+	}
+	return out
 }

@@ -838,3 +838,26 @@ func TestLiveTreePipe(t *testing.T) {
 		}
 	}
 }
+
+// A read of a pipe whose write end no other process holds, only the
+// reader's own (a parent that forgot to close it after fork): io-wait,
+// saying so and how to fix it; no deadlock claim.
+func TestLiveControlSelfPipe(t *testing.T) {
+	bin := patient.Build(t, "self_pipe.c", patient.O2g...)
+	l := startLive(t, []string{bin}, nil)
+	pid := l.p.Pid
+	reader, fd := l.p.Int(t, "reader"), l.p.Int(t, "fd")
+	th := l.thread(t, pid, reader)
+	wantFrames(t, th, "read_child_output", "main")
+	if w := th.Wait; w == nil || w.Fd != fd || !w.PeerSelf || len(w.PeerPids) != 0 {
+		t.Errorf("evidence: reader %d: wait %+v, want fd %d, no peer pids, peer_self", reader, w, fd)
+	}
+	l.wantNoDeadlock(t)
+	if d := l.wantVerdict(t, "io-wait"); d != nil {
+		wantTids(t, d, "the reader", reader)
+		wantSummary(t, d, "held by no other process")
+		if !strings.Contains(d.Fix, "close this process's own copy") {
+			t.Errorf("fix %q does not say to close the write end", d.Fix)
+		}
+	}
+}

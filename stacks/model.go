@@ -199,6 +199,11 @@ type Wait struct {
 	// TCP socket's peer. A live attach reads them from every process's
 	// fds; they are the processes the thread waits on.
 	PeerPids []int `json:"peer_pids,omitempty"`
+	// PeerSelf: no other process holds the other end of the pipe the
+	// thread waits on, and its own process does (a write end it kept
+	// open after fork): only the process itself can write the data or
+	// the EOF it waits for.
+	PeerSelf bool `json:"peer_self,omitempty"`
 	// Fds are the fds a poll, select or epoll wait watches, when there
 	// are several and they could be read (at most 64); a wait on one fd
 	// names it in Fd and FdTarget.
