@@ -2,6 +2,7 @@ package heuristics
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/hangdoc/hangdoc/stacks"
 )
@@ -96,21 +97,92 @@ func ioWaitDiagnosis(a *analysis, p *stacks.Process, all []threadFacts) Diagnosi
 			d.Evidence = append(d.Evidence, fmt.Sprintf("%s kernel wait channel: %s", x.label(), w.Wchan))
 		}
 	}
+	behind := heldAcrossIO(a, p, io)
+	for _, b := range behind {
+		skip[b.t.Tid] = true
+		d.Chain = append(d.Chain, Step(b.edge)+", which blocks in `"+b.holder.call+"`: the lock is held across the call")
+		d.Evidence = append(d.Evidence, stackLine(b.t))
+	}
 	for _, o := range othersText(all, skip) {
 		d.Chain = append(d.Chain, o)
 	}
-	d.Chain = append(d.Chain, "nothing is stuck on a lock: the process waits for the other end")
+	if len(behind) > 0 {
+		b := behind[0]
+		who := "1 thread waits"
+		if len(behind) > 1 {
+			who = fmt.Sprintf("%d threads wait", len(behind))
+		}
+		d.Summary += fmt.Sprintf("; %s for %s, which %s holds across that call", who, lockName(b.edge), b.holder.label())
+		d.Chain = append(d.Chain, "no lock cycle: the threads queued on the lock wait for the I/O its holder waits for")
+	} else {
+		d.Chain = append(d.Chain, "nothing is stuck on a lock: the process waits for the other end")
+	}
+	var fixes []string
+	if len(behind) > 0 {
+		fixes = append(fixes, fmt.Sprintf("Do not hold %s across a blocking call: copy what the call needs under the lock, release it, then read or write "+
+			"(or give the call a timeout, so that the threads queued behind the lock are not held by the other end).", lockName(behind[0].edge)))
+	}
 	if self := selfPipeWaits(io); len(self) > 0 {
 		x := self[0]
 		d.Summary += fmt.Sprintf("; the other end of its pipe is held by no other process, only by %s itself", whoProc(p))
 		d.Chain = append(d.Chain, fmt.Sprintf("%s waits on a pipe whose other end no other process holds, only its own process (fd %d's peer end is open in pid %d): "+
 			"only a thread or a signal handler of pid %d can write the data, or close the end for the EOF, it waits for", x.label(), x.lastWait().Fd, p.Pid, p.Pid))
-		d.Fix = "If it waits for the end of a child's output (EOF), close this process's own copy of the pipe's write end after fork " +
-			"(each side closes the end it does not use; spawn with close_fds / O_CLOEXEC); if a thread or a signal handler of the same " +
-			"process is meant to write it (a wake-up pipe), look at why that thread does not. " +
-			"Otherwise: nothing is deadlocked here; give the read a timeout if the data may never come."
+		fixes = append(fixes, "If it waits for the end of a child's output (EOF), close this process's own copy of the pipe's write end after fork "+
+			"(each side closes the end it does not use; spawn with close_fds / O_CLOEXEC); if a thread or a signal handler of the same "+
+			"process is meant to write it (a wake-up pipe), look at why that thread does not.")
+	}
+	if len(fixes) > 0 {
+		d.Fix = strings.Join(fixes, " ") + " Otherwise: look at the other end of the fd, and give the call a timeout if it may never complete."
 	}
 	return d
+}
+
+// lockBehindIO is a thread queued on a mutex whose holder (itself, or at
+// the end of a chain of holders) blocks on I/O.
+type lockBehindIO struct {
+	t      *stacks.Thread
+	edge   Edge
+	holder threadFacts
+}
+
+// heldAcrossIO finds the threads of p that wait for a mutex whose
+// holder is one of the I/O waiters io, directly or through other
+// holders (nonlock.go's heldAcrossCall let the process through).
+func heldAcrossIO(a *analysis, p *stacks.Process, io []threadFacts) []lockBehindIO {
+	byTid := map[int]threadFacts{}
+	for _, x := range io {
+		byTid[x.t.Tid] = x
+	}
+	var out []lockBehindIO
+	for _, t := range p.Threads {
+		es := a.WaitsFor(t)
+		if len(es) == 0 || es[0].Kind != EdgeMutex || es[0].To.Thread == nil {
+			continue
+		}
+		h := es[0].To.Thread
+		for range 8 {
+			if _, ok := byTid[h.Tid]; ok {
+				break
+			}
+			next := a.WaitsFor(h)
+			if len(next) == 0 || next[0].Kind != EdgeMutex || next[0].To.Thread == nil {
+				break
+			}
+			h = next[0].To.Thread
+		}
+		if x, ok := byTid[h.Tid]; ok {
+			out = append(out, lockBehindIO{t: t, edge: es[0], holder: x})
+		}
+	}
+	return out
+}
+
+// lockName names the lock an edge waits for: "mutex `m` (0x…)".
+func lockName(e Edge) string {
+	if e.Lock != nil && e.Lock.Mutex != nil {
+		return mutexLabel(e.Lock.Mutex)
+	}
+	return "a mutex"
 }
 
 // selfPipeWaits are the I/O waiters on a pipe only their own process

@@ -861,3 +861,24 @@ func TestLiveControlSelfPipe(t *testing.T) {
 		}
 	}
 }
+
+// A mutex held across a blocking recv: io-wait names the recv and the
+// thread queued on the lock behind it; no deadlock claim (no cycle: the
+// other end may yet write), and the fix says not to hold the lock
+// across the call.
+func TestLiveLockHeldAcrossRead(t *testing.T) {
+	bin := patient.Build(t, "lock_across_read.c", patient.O2g...)
+	l := startLive(t, []string{bin}, nil)
+	pid := l.p.Pid
+	fetcher, reader := l.p.Int(t, "fetcher"), l.p.Int(t, "reader")
+	wantMutexWait(t, l.thread(t, pid, reader), fetcher, "cache_lock")
+	l.wantNoDeadlock(t)
+	if d := l.wantVerdict(t, "io-wait"); d != nil {
+		wantTids(t, d, "the fetcher", fetcher)
+		wantSummary(t, d, "cache_lock", "holds across that call")
+		wantSays(t, d, strconv.Itoa(reader))
+		if !strings.Contains(d.Fix, "Do not hold mutex `cache_lock`") {
+			t.Errorf("fix %q does not say to release the lock before the call", d.Fix)
+		}
+	}
+}

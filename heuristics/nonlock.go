@@ -332,9 +332,34 @@ func lockOwnedWait(a *analysis, p *stacks.Process) bool {
 			return true // exited, or a thread of the parent at fork
 		}
 		of := a.samplesOf(ref.Thread)
-		if of.kind != wkRunning && !of.changed {
+		if of.kind != wkRunning && !of.changed && !heldAcrossCall(a, p, ref.Thread) {
 			return true
 		}
+	}
+	return false
+}
+
+// heldAcrossCall: owner, a mutex's holder, is blocked on I/O, itself or
+// at the end of a chain of holders (each waiting for a mutex the next
+// holds): the lock is held across a blocking read or write, and io-wait
+// says what the process waits for, with the threads queued behind it
+// (io_wait.go heldAcrossIO). A holder asleep on a timer is not let
+// through (TestVerdictsLeaveLockGroundAlone).
+func heldAcrossCall(a *analysis, p *stacks.Process, owner *stacks.Thread) bool {
+	for range 8 {
+		f := a.samplesOf(owner)
+		if f.kind == wkIO {
+			return true
+		}
+		w := f.lastWait()
+		if w == nil || w.Mutex == nil || w.Mutex.Owner == 0 || w.Mutex.Owner == owner.Tid {
+			return false
+		}
+		next, ok := a.threadIn(p, w.Mutex.Owner)
+		if !ok {
+			return false
+		}
+		owner = next.Thread
 	}
 	return false
 }
