@@ -324,6 +324,31 @@ func TestDumpMutexJoinCycle(t *testing.T) {
 	}
 }
 
+// lock_across_read: the fetcher holds cache_lock across recv() and the
+// reader waits for it; a gdb dump records no owner, so the holder is the
+// one thread not waiting on a lock, join or wake-up: io-wait (medium)
+// with the reader queued behind it, and no deadlock claim.
+func TestDumpLockAcrossRead(t *testing.T) {
+	snap, ds := diagnoseDump(t, "lock_across_read.txt")
+	fetcher, reader := tidOf(t, snap, "fetcher"), tidOf(t, snap, "reader")
+	for _, d := range ds {
+		if d.Deadlock {
+			t.Errorf("deadlock claimed: [%s] %s", d.ID, d.Summary)
+		}
+	}
+	if len(ds) == 0 || ds[0].ID != "io-wait" {
+		t.Fatalf("verdicts %v, want io-wait first", ids(ds))
+	}
+	d := &ds[0]
+	wantTids(t, d, "the fetcher", fetcher)
+	wantConfidence(t, d, heuristics.Medium)
+	wantSummary(t, d, "most likely holds across that call")
+	wantSays(t, d, strconv.Itoa(reader)+" `reader` waits for a lock")
+	if !strings.Contains(d.Fix, "Do not hold a mutex across a blocking call") {
+		t.Errorf("fix %q", d.Fix)
+	}
+}
+
 // Controls: no deadlock claim from their dumps either.
 func TestDumpControls(t *testing.T) {
 	for _, c := range []struct{ file, verdict string }{

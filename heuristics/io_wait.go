@@ -100,7 +100,12 @@ func ioWaitDiagnosis(a *analysis, p *stacks.Process, all []threadFacts) Diagnosi
 	behind := heldAcrossIO(a, p, io)
 	for _, b := range behind {
 		skip[b.t.Tid] = true
-		d.Chain = append(d.Chain, Step(b.edge)+", which blocks in `"+b.holder.call+"`: the lock is held across the call")
+		if b.inferred {
+			d.Chain = append(d.Chain, fmt.Sprintf("%s waits for a lock in %s; no owner is recorded: its holder is most likely %s, which blocks in `%s` "+
+				"(the only thread that waits on no lock, join or wake-up): the lock is held across the call", threadLabel(b.t), waitSite(b.t), b.holder.label(), b.holder.call))
+		} else {
+			d.Chain = append(d.Chain, Step(b.edge)+", which blocks in `"+b.holder.call+"`: the lock is held across the call")
+		}
 		d.Evidence = append(d.Evidence, stackLine(b.t))
 	}
 	for _, o := range othersText(all, skip) {
@@ -112,7 +117,11 @@ func ioWaitDiagnosis(a *analysis, p *stacks.Process, all []threadFacts) Diagnosi
 		if len(behind) > 1 {
 			who = fmt.Sprintf("%d threads wait", len(behind))
 		}
-		d.Summary += fmt.Sprintf("; %s for %s, which %s holds across that call", who, lockName(b.edge), b.holder.label())
+		if b.inferred {
+			d.Summary += fmt.Sprintf("; %s for a lock that %s most likely holds across that call", who, b.holder.label())
+		} else {
+			d.Summary += fmt.Sprintf("; %s for %s, which %s holds across that call", who, lockName(b.edge), b.holder.label())
+		}
 		d.Chain = append(d.Chain, "no lock cycle: the threads queued on the lock wait for the I/O its holder waits for")
 	} else {
 		d.Chain = append(d.Chain, "nothing is stuck on a lock: the process waits for the other end")
@@ -143,6 +152,10 @@ type lockBehindIO struct {
 	t      *stacks.Thread
 	edge   Edge
 	holder threadFacts
+	// inferred: no owner was recorded (a pasted dump); the holder is the
+	// one I/O waiter, the only thread that waits on neither a lock nor a
+	// join nor a wake-up
+	inferred bool
 }
 
 // heldAcrossIO finds the threads of p that wait for a mutex whose
@@ -173,6 +186,30 @@ func heldAcrossIO(a *analysis, p *stacks.Process, io []threadFacts) []lockBehind
 		if x, ok := byTid[h.Tid]; ok {
 			out = append(out, lockBehindIO{t: t, edge: es[0], holder: x})
 		}
+	}
+	if len(out) > 0 || len(io) != 1 || a.Snap.Evidence.Owners {
+		return out
+	}
+	// No owners recorded: lock waiters beside one I/O waiter, every other
+	// thread joining or waiting to be woken, nothing running.
+	var waiters []*stacks.Thread
+	for _, t := range p.Threads {
+		if t.Tid == io[0].t.Tid {
+			continue
+		}
+		if a.running(t) {
+			return nil
+		}
+		switch class, _ := a.wait(t); {
+		case class.isLock() && len(a.WaitsFor(t)) == 0:
+			waiters = append(waiters, t)
+		case class == waitJoin || class == waitCond:
+		default:
+			return nil
+		}
+	}
+	for _, t := range waiters {
+		out = append(out, lockBehindIO{t: t, holder: io[0], inferred: true})
 	}
 	return out
 }
