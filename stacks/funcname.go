@@ -11,6 +11,17 @@ import "strings"
 // read "pthread_mutex_lock". Symbols, gdb and pasted dumps spell them
 // apart; this is the one place that makes them agree.
 func FuncKey(name string) string {
+	if plainIdent(name) {
+		// the common C name: nothing below but the prefixes applies
+		// (FuncBase keeps an identifier whole), and a detector asks
+		// for the key of every frame of every thread
+		return strings.TrimLeft(strings.TrimPrefix(name, "__GI_"), "_")
+	}
+	return funcKey(name)
+}
+
+// funcKey is FuncKey for any spelling.
+func funcKey(name string) string {
 	if i := strings.IndexByte(name, '@'); i > 0 {
 		name = name[:i]
 	}
@@ -23,6 +34,16 @@ func FuncKey(name string) string {
 	name = trimRustHash(name)
 	name = strings.TrimPrefix(name, "__GI_")
 	return strings.TrimLeft(name, "_")
+}
+
+// plainIdent: name is only letters, digits and underscores.
+func plainIdent(name string) bool {
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return name != ""
 }
 
 // CallName is FuncKey without the decorations glibc puts on its system
