@@ -97,31 +97,12 @@ func ioWaitDiagnosis(a *analysis, p *stacks.Process, all []threadFacts) Diagnosi
 			d.Evidence = append(d.Evidence, fmt.Sprintf("%s kernel wait channel: %s", x.label(), w.Wchan))
 		}
 	}
-	behind := heldAcrossIO(a, p, io)
-	for _, b := range behind {
-		skip[b.t.Tid] = true
-		if b.inferred {
-			d.Chain = append(d.Chain, fmt.Sprintf("%s waits for a lock in %s; no owner is recorded: its holder is most likely %s, which blocks in `%s` "+
-				"(the only thread that waits on no lock, join or wake-up): the lock is held across the call", threadLabel(b.t), waitSite(b.t), b.holder.label(), b.holder.call))
-		} else {
-			d.Chain = append(d.Chain, Step(b.edge)+", which blocks in `"+b.holder.call+"`: the lock is held across the call")
-		}
-		d.Evidence = append(d.Evidence, stackLine(b.t))
-	}
+	behind := heldAcrossWait(a, p, io)
+	skipBehind(&d, behind, skip)
 	for _, o := range othersText(all, skip) {
 		d.Chain = append(d.Chain, o)
 	}
 	if len(behind) > 0 {
-		b := behind[0]
-		who := "1 thread waits"
-		if len(behind) > 1 {
-			who = fmt.Sprintf("%d threads wait", len(behind))
-		}
-		if b.inferred {
-			d.Summary += fmt.Sprintf("; %s for a lock that %s most likely holds across that call", who, b.holder.label())
-		} else {
-			d.Summary += fmt.Sprintf("; %s for %s, which %s holds across that call", who, lockName(b.edge), b.holder.label())
-		}
 		d.Chain = append(d.Chain, "no lock cycle: the threads queued on the lock wait for the I/O its holder waits for")
 	} else {
 		d.Chain = append(d.Chain, "nothing is stuck on a lock: the process waits for the other end")
@@ -129,7 +110,7 @@ func ioWaitDiagnosis(a *analysis, p *stacks.Process, all []threadFacts) Diagnosi
 	var fixes []string
 	if len(behind) > 0 {
 		fixes = append(fixes, fmt.Sprintf("Do not hold %s across a blocking call: copy what the call needs under the lock, release it, then read or write "+
-			"(or give the call a timeout, so that the threads queued behind the lock are not held by the other end).", lockName(behind[0].edge)))
+			"(or give the call a timeout, so that the threads queued behind the lock are not held by the other end).", lockName(behind[0])))
 	}
 	if self := selfPipeWaits(io); len(self) > 0 {
 		x := self[0]
@@ -146,27 +127,28 @@ func ioWaitDiagnosis(a *analysis, p *stacks.Process, all []threadFacts) Diagnosi
 	return d
 }
 
-// lockBehindIO is a thread queued on a mutex whose holder (itself, or at
-// the end of a chain of holders) blocks on I/O.
-type lockBehindIO struct {
+// lockBehind is a thread queued on a mutex whose holder (itself, or at
+// the end of a chain of holders) blocks on I/O or sleeps on a timer.
+type lockBehind struct {
 	t      *stacks.Thread
 	edge   Edge
 	holder threadFacts
 	// inferred: no owner was recorded (a pasted dump); the holder is the
-	// one I/O waiter, the only thread that waits on neither a lock nor a
+	// one blocked thread, the only one that waits on neither a lock nor a
 	// join nor a wake-up
 	inferred bool
 }
 
-// heldAcrossIO finds the threads of p that wait for a mutex whose
-// holder is one of the I/O waiters io, directly or through other
-// holders (nonlock.go's heldAcrossCall let the process through).
-func heldAcrossIO(a *analysis, p *stacks.Process, io []threadFacts) []lockBehindIO {
+// heldAcrossWait finds the threads of p that wait for a mutex whose
+// holder is one of blocked (the I/O waiters, the sleepers), directly or
+// through other holders (nonlock.go's heldAcrossCall let the process
+// through).
+func heldAcrossWait(a *analysis, p *stacks.Process, io []threadFacts) []lockBehind {
 	byTid := map[int]threadFacts{}
 	for _, x := range io {
 		byTid[x.t.Tid] = x
 	}
-	var out []lockBehindIO
+	var out []lockBehind
 	for _, t := range p.Threads {
 		es := a.WaitsFor(t)
 		if len(es) == 0 || es[0].Kind != EdgeMutex || es[0].To.Thread == nil {
@@ -184,7 +166,7 @@ func heldAcrossIO(a *analysis, p *stacks.Process, io []threadFacts) []lockBehind
 			h = next[0].To.Thread
 		}
 		if x, ok := byTid[h.Tid]; ok {
-			out = append(out, lockBehindIO{t: t, edge: es[0], holder: x})
+			out = append(out, lockBehind{t: t, edge: es[0], holder: x})
 		}
 	}
 	if len(out) > 0 || len(io) != 1 || a.Snap.Evidence.Owners {
@@ -209,17 +191,46 @@ func heldAcrossIO(a *analysis, p *stacks.Process, io []threadFacts) []lockBehind
 		}
 	}
 	for _, t := range waiters {
-		out = append(out, lockBehindIO{t: t, holder: io[0], inferred: true})
+		out = append(out, lockBehind{t: t, holder: io[0], inferred: true})
 	}
 	return out
 }
 
-// lockName names the lock an edge waits for: "mutex `m` (0x…)".
-func lockName(e Edge) string {
-	if e.Lock != nil && e.Lock.Mutex != nil {
+// lockName names the lock a queued thread waits for: "mutex `m` (0x…)".
+func lockName(b lockBehind) string {
+	if e := b.edge; e.Lock != nil && e.Lock.Mutex != nil {
 		return mutexLabel(e.Lock.Mutex)
 	}
 	return "a mutex"
+}
+
+// skipBehind writes the threads queued on a lock held across a blocking
+// call into d (a chain step and a stack each, and a clause of the
+// summary) and marks them in skip.
+func skipBehind(d *Diagnosis, behind []lockBehind, skip map[int]bool) {
+	for _, b := range behind {
+		skip[b.t.Tid] = true
+		if b.inferred {
+			d.Chain = append(d.Chain, fmt.Sprintf("%s waits for a lock in %s; no owner is recorded: its holder is most likely %s, which blocks in `%s` "+
+				"(the only thread that waits on no lock, join or wake-up): the lock is held across the call", threadLabel(b.t), waitSite(b.t), b.holder.label(), b.holder.call))
+		} else {
+			d.Chain = append(d.Chain, Step(b.edge)+", which blocks in `"+b.holder.call+"`: the lock is held across the call")
+		}
+		d.Evidence = append(d.Evidence, stackLine(b.t))
+	}
+	if len(behind) == 0 {
+		return
+	}
+	b := behind[0]
+	who := "1 thread waits"
+	if len(behind) > 1 {
+		who = fmt.Sprintf("%d threads wait", len(behind))
+	}
+	if b.inferred {
+		d.Summary += fmt.Sprintf("; %s for a lock that %s most likely holds across that call", who, b.holder.label())
+	} else {
+		d.Summary += fmt.Sprintf("; %s for %s, which %s holds across that call", who, lockName(b), b.holder.label())
+	}
 }
 
 // selfPipeWaits are the I/O waiters on a pipe only their own process

@@ -339,16 +339,15 @@ func lockOwnedWait(a *analysis, p *stacks.Process) bool {
 	return false
 }
 
-// heldAcrossCall: owner, a mutex's holder, is blocked on I/O, itself or
-// at the end of a chain of holders (each waiting for a mutex the next
-// holds): the lock is held across a blocking read or write, and io-wait
-// says what the process waits for, with the threads queued behind it
-// (io_wait.go heldAcrossIO). A holder asleep on a timer is not let
-// through (TestVerdictsLeaveLockGroundAlone).
+// heldAcrossCall: owner, a mutex's holder, is blocked on I/O or asleep on
+// a timer, itself or at the end of a chain of holders (each waiting for a
+// mutex the next holds): the lock is held across a blocking call, and
+// io-wait or sleeping says what the process waits for, with the threads
+// queued behind it (io_wait.go heldAcrossWait).
 func heldAcrossCall(a *analysis, p *stacks.Process, owner *stacks.Thread) bool {
 	for range 8 {
 		f := a.samplesOf(owner)
-		if f.kind == wkIO {
+		if f.kind == wkIO || f.kind == wkSleep {
 			return true
 		}
 		w := f.lastWait()

@@ -21,11 +21,11 @@ interval, or a sleep-and-check loop waiting for something another process
 should do.`,
 		Derived: true,
 		Rank:    130,
-		Match:   matchCalm("sleeping", func(_ *analysis, p *stacks.Process, all []threadFacts) Diagnosis { return sleepingDiagnosis(p, all) }),
+		Match:   matchCalm("sleeping", sleepingDiagnosis),
 	})
 }
 
-func sleepingDiagnosis(p *stacks.Process, all []threadFacts) Diagnosis {
+func sleepingDiagnosis(a *analysis, p *stacks.Process, all []threadFacts) Diagnosis {
 	var sl []threadFacts
 	for _, f := range all {
 		if f.kind == wkSleep {
@@ -72,8 +72,14 @@ func sleepingDiagnosis(p *stacks.Process, all []threadFacts) Diagnosis {
 		d.Chain = append(d.Chain, fmt.Sprintf("%s sleeps in `%s`", f.label(), f.call)+f.calledFrom())
 		d.Evidence = append(d.Evidence, f.stackEvidence())
 	}
+	behind := heldAcrossWait(a, p, sl)
+	skipBehind(&d, behind, skip)
 	for _, o := range othersText(all, skip) {
 		d.Chain = append(d.Chain, o)
+	}
+	if len(behind) > 0 {
+		d.Fix = fmt.Sprintf("Do not sleep holding %s: release it before the sleep (a retry or back-off loop under a lock makes every thread that needs it wait as long), "+
+			"or wait on a condition variable that releases it.", lockName(behind[0]))
 	}
 	return d
 }
