@@ -105,6 +105,8 @@ var libHangs = []libHang{
 		ids: []string{"lock-order-cycle"}, threads: []string{"reader", "writer"}},
 	{name: "SharedReadMutexCycle", argv: native("cxx_shared_read_mutex.cpp"),
 		ids: []string{"lock-order-cycle"}, threads: []string{"reader", "writer"}},
+	{name: "ExitPathJoinsIdleWorker", argv: native("cxx_exit_join.cpp"),
+		ids: []string{"lost-wakeup"}, threads: []string{"main", "worker"}, says: []string{"exit path", "never told to stop"}},
 	{name: "CondWaitHoldingMutex", argv: native("cxx_cond_hold.cpp"),
 		ids: []string{"lock-order-cycle"}, threads: []string{"consumer", "producer"}, says: []string{"waits to be woken"}},
 	{name: "RustMutexABBA", argv: rust("rust_abba.rs"),

@@ -98,6 +98,12 @@ func matchLostWakeup(a *analysis) []Diagnosis {
 			}
 			refs = append(refs, ThreadRef{p, t})
 		}
+		if j := exitJoiner(a, behind); j != nil {
+			d.Chain = append(d.Chain, fmt.Sprintf("%s joins from the process's exit path (%s): the threads it joins were never told to stop", threadLabel(j), exitFrame(j)))
+			d.Fix = "The exit path (a static object's destructor, an atexit handler, a module's cleanup) joins worker threads that still wait for work: " +
+				"tell them to stop first (set the stop flag under their mutex and notify their condition variable, or post their semaphore), then join; " +
+				"or stop the pool explicitly before main returns."
+		}
 		d.Chain = append(d.Chain, "no lock cycle, no lock owner that is gone or forked away, and no running thread explains the wait")
 		if timed {
 			d.Evidence = append(d.Evidence, "some waits have a timeout: those threads wake up and sleep again (a polling loop), which is less sure to be a hang")
@@ -198,4 +204,28 @@ func joinStrings(xs []string) string {
 		s += ", " + x
 	}
 	return s + " and " + xs[len(xs)-1]
+}
+
+// exitJoiner is the thread of behind that joins from the process's exit
+// path (exit's handlers, a static destructor), nil if none.
+func exitJoiner(a *analysis, behind []*stacks.Thread) *stacks.Thread {
+	for _, t := range behind {
+		if class, _ := a.wait(t); class == waitJoin && exitFrame(t) != "" {
+			return t
+		}
+	}
+	return nil
+}
+
+// exitFrame names the exit-path frame on t's stack: glibc's
+// __run_exit_handlers or __cxa_finalize (atexit handlers and static
+// destructors run under them), or "".
+func exitFrame(t *stacks.Thread) string {
+	for _, f := range t.Stack {
+		switch k := funcKey(f); k {
+		case "__run_exit_handlers", "run_exit_handlers", "__cxa_finalize", "_dl_fini":
+			return "`" + k + "`"
+		}
+	}
+	return ""
 }
