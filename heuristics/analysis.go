@@ -448,7 +448,7 @@ func sameThread(a, b *stacks.Thread) bool { return a != b && a.Tid != 0 && a.Tid
 // the 34,000 threads of a 32 MB dump.)
 func distinctThreads(p *stacks.Process) []*stacks.Thread {
 	out := make([]*stacks.Thread, 0, len(p.Threads))
-	at := map[int]int{} // tid -> its index in out
+	at := make(map[int]int, len(p.Threads)) // tid -> its index in out
 	for _, t := range p.Threads {
 		if i, ok := at[t.Tid]; ok && sameThread(out[i], t) {
 			if len(t.Stack) > len(out[i].Stack) {
