@@ -260,7 +260,9 @@ func (v *Vocabulary) Lookup(name string) *VocabRow {
 	}
 	k := FuncKey(name)
 	r := v.exact[k]
-	if r == nil {
+	// a destructor (Locker::~Locker) releases what its class's
+	// constructor took: no glob row's wait
+	if r == nil && !strings.Contains(k, "::~") {
 		for _, g := range v.globs {
 			if g.re.MatchString(k) {
 				r = g.row
