@@ -25,7 +25,7 @@ func init() {
 		// goroutines: go_self_deadlock.go; the GIL taken back by its holder: gil_retake.go
 		Match: func(a *analysis) []Diagnosis {
 			// go-deadlock's nested Recursive locking: tool_recursive.go
-			ds := append(append(append(matchSelfDeadlock(a), matchGoSelfDeadlock(a)...), matchGILRetake(a)...), recursiveClaimDiagnoses(a)...)
+			ds := append(append(append(append(matchSelfDeadlock(a), matchGoSelfDeadlock(a)...), matchGILRetake(a)...), recursiveClaimDiagnoses(a)...), matchNativeRecursiveRead(a)...)
 			for _, s := range findPoolStarvations(a) { // pool_starvation.go
 				ds = append(ds, poolStarvationDiagnosis(a, s))
 			}
