@@ -117,6 +117,8 @@ var libHangs = []libHang{
 		ids: []string{"lock-order-cycle"}, threads: []string{"main", "importer"}, says: []string{"_ModuleLock.acquire", "py_import_join_mod.py"}},
 	{name: "RustRecvHoldingMutex", argv: rust("rust_recv_hold.rs"),
 		ids: []string{"lock-order-cycle"}, threads: []string{"receiver", "sender"}, says: []string{"held across a wait"}},
+	{name: "RustRwLockRecursiveRead", argv: rust("rust_rwlock_reread.rs"),
+		ids: []string{"self-deadlock"}, threads: []string{"reader", "writer"}, says: []string{"recursive read"}},
 	{name: "PythonQueueHold", argv: python("py_queue_hold.py"),
 		ids: []string{"lock-order-cycle"}, threads: []string{"producer", "consumer"}, says: []string{"held across a wait", "`produce`"}},
 	{name: "PythonPoolStarvation", argv: python("py_pool_starvation.py"),
