@@ -75,6 +75,10 @@ type goProc struct {
 	byID    []int32
 	indexed bool
 	users   []*gor // user's answer
+	// selfs are goSelfDeadlocks' findings, made on first use: several
+	// signatures ask (self-deadlock, the asleep verdicts, left-locked).
+	selfs     []goSelf
+	selfsDone bool
 }
 
 // byTid returns the goroutine with id tid (the last one, if a process

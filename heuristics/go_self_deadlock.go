@@ -33,6 +33,13 @@ type goSelf struct {
 // recursive RLock is then the likely cause, and the verdict says so
 // with low confidence.
 func goSelfDeadlocks(gp *goProc) []goSelf {
+	if !gp.selfsDone {
+		gp.selfs, gp.selfsDone = detectGoSelfDeadlocks(gp), true
+	}
+	return gp.selfs
+}
+
+func detectGoSelfDeadlocks(gp *goProc) []goSelf {
 	objs := map[uint64]bool{}
 	for _, g := range gp.user() {
 		if isGoLockWait(g.kind) && g.obj != 0 {
