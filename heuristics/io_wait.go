@@ -154,18 +154,7 @@ func heldAcrossWait(a *analysis, p *stacks.Process, io []threadFacts) []lockBehi
 		if len(es) == 0 || es[0].Kind != EdgeMutex || es[0].To.Thread == nil {
 			continue
 		}
-		h := es[0].To.Thread
-		for range 8 {
-			if _, ok := byTid[h.Tid]; ok {
-				break
-			}
-			next := a.WaitsFor(h)
-			if len(next) == 0 || next[0].Kind != EdgeMutex || next[0].To.Thread == nil {
-				break
-			}
-			h = next[0].To.Thread
-		}
-		if x, ok := byTid[h.Tid]; ok {
+		if x, ok := byTid[holderChainEnd(a, es[0].To.Thread).Tid]; ok {
 			out = append(out, lockBehind{t: t, edge: es[0], holder: x})
 		}
 	}

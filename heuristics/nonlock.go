@@ -332,7 +332,7 @@ func lockOwnedWait(a *analysis, p *stacks.Process) bool {
 			return true // exited, or a thread of the parent at fork
 		}
 		of := a.samplesOf(ref.Thread)
-		if of.kind != wkRunning && !of.changed && !heldAcrossCall(a, p, ref.Thread) {
+		if of.kind != wkRunning && !of.changed && !heldAcrossCall(a, ref.Thread) {
 			return true
 		}
 	}
@@ -344,23 +344,24 @@ func lockOwnedWait(a *analysis, p *stacks.Process) bool {
 // mutex the next holds): the lock is held across a blocking call, and
 // io-wait or sleeping says what the process waits for, with the threads
 // queued behind it (io_wait.go heldAcrossWait).
-func heldAcrossCall(a *analysis, p *stacks.Process, owner *stacks.Thread) bool {
+func heldAcrossCall(a *analysis, owner *stacks.Thread) bool {
+	k := a.samplesOf(holderChainEnd(a, owner)).kind
+	return k == wkIO || k == wkSleep
+}
+
+// holderChainEnd follows t's waits for mutexes to their holders, as far
+// as a holder that waits for no mutex (8 steps at most: a cycle is the
+// lock signatures'), and returns that last holder; t itself when it
+// waits for none.
+func holderChainEnd(a *analysis, t *stacks.Thread) *stacks.Thread {
 	for range 8 {
-		f := a.samplesOf(owner)
-		if f.kind == wkIO || f.kind == wkSleep {
-			return true
+		es := a.WaitsFor(t)
+		if len(es) == 0 || es[0].Kind != EdgeMutex || es[0].To.Thread == nil {
+			break
 		}
-		w := f.lastWait()
-		if w == nil || w.Mutex == nil || w.Mutex.Owner == 0 || w.Mutex.Owner == owner.Tid {
-			return false
-		}
-		next, ok := a.threadIn(p, w.Mutex.Owner)
-		if !ok {
-			return false
-		}
-		owner = next.Thread
+		t = es[0].To.Thread
 	}
-	return false
+	return t
 }
 
 // factTids lists the tids of threads.
