@@ -135,11 +135,7 @@ func poolStarvationDiagnosis(a *analysis, s poolStarvation) Diagnosis {
 	d.Summary = fmt.Sprintf("thread-pool starvation in %s: %s for the result of a future (from %s), so no worker is free to run the tasks they wait for: the pool waits on itself",
 		whoProc(s.p), who, where)
 	for _, w := range s.workers {
-		site := waitSite(w.Thread)
-		if hasPyFrames(w.Thread) {
-			site = pyWhere(w.Thread)
-		}
-		d.Chain = append(d.Chain, fmt.Sprintf("%s, a pool worker, waits for a future's result in %s", threadLabel(w.Thread), site))
+		d.Chain = append(d.Chain, fmt.Sprintf("%s, a pool worker, waits for a future's result in %s", threadLabel(w.Thread), pyOrWaitSite(w.Thread)))
 		d.Evidence = append(d.Evidence, stackLine(w.Thread))
 	}
 	d.Chain = append(d.Chain,

@@ -126,12 +126,12 @@ func pyCondHoldDiagnosis(c pyCondHold) Diagnosis {
 	}}
 	d.Summary = fmt.Sprintf("%d threads most likely deadlock through a lock held across a wait: %s for a lock (%s) that records no owner; "+
 		"no thread runs, so its holder is most likely %s, which waits to be woken (%s) while it holds the lock, by the thread waiting for the lock",
-		len(c.waiters)+len(c.holders), waiters, holdSite(w), holder, holdSite(c.holders[0].Thread))
+		len(c.waiters)+len(c.holders), waiters, pyOrWaitSite(w), holder, pyOrWaitSite(c.holders[0].Thread))
 	for _, r := range c.waiters {
-		d.Chain = append(d.Chain, fmt.Sprintf("%s waits for a lock in %s", threadLabel(r.Thread), holdSite(r.Thread)))
+		d.Chain = append(d.Chain, fmt.Sprintf("%s waits for a lock in %s", threadLabel(r.Thread), pyOrWaitSite(r.Thread)))
 	}
 	for _, r := range c.holders {
-		d.Chain = append(d.Chain, fmt.Sprintf("%s waits to be woken in %s: a wait releases only its own lock (a condition's), not one the caller took before", threadLabel(r.Thread), holdSite(r.Thread)))
+		d.Chain = append(d.Chain, fmt.Sprintf("%s waits to be woken in %s: a wait releases only its own lock (a condition's), not one the caller took before", threadLabel(r.Thread), pyOrWaitSite(r.Thread)))
 	}
 	d.Chain = append(d.Chain, "no thread runs: the waker of the condition is among those waiting, and the only threads that could hold the lock are those waiting to be woken")
 	for _, r := range append(append([]ThreadRef{}, c.waiters...), c.holders...) {
@@ -143,13 +143,4 @@ func pyCondHoldDiagnosis(c pyCondHold) Diagnosis {
 		"(or use a Condition built on that lock, so that wait releases it), or give the wait a timeout and back off."
 	d.name(append(append([]ThreadRef{}, c.waiters...), c.holders...)...)
 	return d
-}
-
-// holdSite says where a thread waits: its Python site, else its native
-// wait site.
-func holdSite(t *stacks.Thread) string {
-	if s := pyWhere(t); s != "" {
-		return s
-	}
-	return waitSite(t)
 }

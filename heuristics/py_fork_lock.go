@@ -155,10 +155,7 @@ func refinePythonFork(a *analysis, d *Diagnosis, child *stacks.Process, waiter *
 	hs := pyParentHolders(a, child, waiter, kind)
 	for _, h := range hs {
 		t := h.ref.Thread
-		where := pyWhere(t)
-		if where == "" {
-			where = waitSite(t)
-		}
+		where := pyOrWaitSite(t)
 		switch {
 		case h.inside:
 			d.Chain = append(d.Chain, fmt.Sprintf("in the parent %d, %s is inside a logging handler, %s, holding the handler's lock and its stream's, and it %s: their copies in the child were locked", child.Fork.ParentPid, threadLabel(t), where, a.Doing(t)))

@@ -90,6 +90,15 @@ func pyWhere(t *stacks.Thread) string {
 	return pyLoc(inner) + ", called from " + pyLoc(user)
 }
 
+// pyOrWaitSite says where a thread waits: its Python site (pyWhere),
+// else its native wait site (waitSite).
+func pyOrWaitSite(t *stacks.Thread) string {
+	if s := pyWhere(t); s != "" {
+		return s
+	}
+	return waitSite(t)
+}
+
 // pyLockAcquire: the thread blocks acquiring a Python lock. Natively:
 // PyThread_acquire_lock_timed and its callers (the innermost wait is a
 // Python lock); py-spy hides the interpreter's own frames, so there a
