@@ -130,8 +130,9 @@ func rankOf(p *stacks.Process) rankView {
 		}
 	}
 	if r.lead == nil {
+		memo := map[stackID]int{}
 		for _, t := range p.Threads {
-			if i := outermostCollective(t.Stack); i >= 0 && !helperThread(t) {
+			if i := byStack(memo, t.Stack, func() int { return outermostCollective(t.Stack) }); i >= 0 && !helperThread(t) {
 				r.lead = t
 				break
 			}

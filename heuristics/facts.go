@@ -90,6 +90,28 @@ func perStack[V any](memo map[factKey]V, t *stacks.Thread, f func() V) V {
 	return v
 }
 
+// stackID is a stack's identity: the parser shares one []Frame among
+// equal stacks (stacks/share.go), so a pure reading of a stack keyed by
+// its stackID is made once for all the threads that show it.
+type stackID struct {
+	first *stacks.Frame
+	n     int
+}
+
+// byStack returns f(), a reading of st alone, once per distinct stack.
+func byStack[V any](memo map[stackID]V, st []stacks.Frame, f func() V) V {
+	if len(st) == 0 {
+		return f()
+	}
+	k := stackID{&st[0], len(st)}
+	if v, ok := memo[k]; ok {
+		return v
+	}
+	v := f()
+	memo[k] = v
+	return v
+}
+
 // wait is waitOf(t), once per snapshot.
 func (a *analysis) wait(t *stacks.Thread) (waitClass, int) {
 	f := a.fact(t)

@@ -65,6 +65,7 @@ func detectPyCondHolds(a *analysis) []pyCondHold {
 		}
 		c := pyCondHold{p: p}
 		ok := true
+		timed := map[factKey]bool{}
 		for _, t := range distinctThreads(p) {
 			if a.running(t) {
 				ok = false // it may release the lock
@@ -75,7 +76,7 @@ func detectPyCondHolds(a *analysis) []pyCondHold {
 				switch {
 				case class.isLock() && ownerlessLockWait(t) && !a.namedOwner(t):
 					c.waiters = append(c.waiters, ThreadRef{Proc: p, Thread: t})
-				case class == waitCond && !isTimedWait(t.Stack, caller):
+				case class == waitCond && !perStack(timed, t, func() bool { return isTimedWait(t.Stack, caller) }):
 					c.native = append(c.native, ThreadRef{Proc: p, Thread: t})
 				case class == waitCond || class == waitJoin:
 				default:

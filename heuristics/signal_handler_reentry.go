@@ -52,12 +52,21 @@ func findReentries(a *analysis) []reentry { return result(a, "reentries", detect
 
 func detectReentries(a *analysis) []reentry {
 	var found []reentry
+	type split struct {
+		sig, below, caller int
+		byName, ok         bool
+	}
+	memo := map[factKey]split{} // a dump's 100,000 threads show a few stacks
 	for p, t := range a.liveThreads() {
-		sig, below, byName, ok := signalSplit(t.Stack)
-		class, caller := a.wait(t)
-		if !ok || sig <= 0 || !class.isLock() || caller > sig {
+		s := perStack(memo, t, func() split {
+			sig, below, byName, ok := signalSplit(t.Stack)
+			class, caller := a.wait(t)
+			return split{sig, below, caller, byName, ok && sig > 0 && class.isLock() && caller <= sig}
+		})
+		if !s.ok {
 			continue
 		}
+		sig, below, byName, caller := s.sig, s.below, s.byName, s.caller
 		r := reentry{waiter: ThreadRef{p, t}, sig: sig, below: below, byName: byName, caller: caller, held: -1}
 		if es := a.WaitsFor(t); len(es) > 0 && es[0].Kind == EdgeMutex && es[0].Lock.Owner.Kind != OwnerUnknown {
 			e := es[0]

@@ -29,6 +29,7 @@ func main() {
 	format := flag.String("format", "text", "text or json")
 	cpu := flag.String("cpu", "", "write a CPU profile of the three stages here")
 	heap := flag.String("heap", "", "write a heap profile after the heuristics here")
+	repeat := flag.Int("repeat", 1, "run the heuristics this many times (a longer CPU profile of them)")
 	flag.Parse()
 	b, err := bigdump.FromRepo(".", *kind, *mb<<20)
 	if err != nil {
@@ -61,6 +62,9 @@ func main() {
 	stage("parse", t)
 	t = time.Now()
 	res := heuristics.Diagnose(snap, heuristics.Options{})
+	for i := 1; i < *repeat; i++ {
+		res = heuristics.Diagnose(snap, heuristics.Options{})
+	}
 	stage("heuristics", t)
 	if *heap != "" {
 		f, err := os.Create(*heap)
