@@ -28,8 +28,7 @@ type threadFact struct {
 // equal keys share one threadFact: 2,000 workers parked at one place
 // are read once, not 2,000 times.
 type factKey struct {
-	stack  *stacks.Frame
-	n      int
+	stack  stackID
 	state  string
 	gor    bool
 	status string
@@ -41,7 +40,7 @@ func sharedKey(t *stacks.Thread) (factKey, bool) {
 	if len(t.Samples) > 0 || threadWait(t) != nil || len(t.Stack) == 0 {
 		return factKey{}, false
 	}
-	k := factKey{stack: &t.Stack[0], n: len(t.Stack), state: t.State}
+	k := factKey{stack: stackID{&t.Stack[0], len(t.Stack)}, state: t.State}
 	if g := t.Goroutine(); g != nil {
 		k.gor, k.status = true, g.Status
 	}
@@ -82,12 +81,7 @@ func perStack[V any](memo map[factKey]V, t *stacks.Thread, f func() V) V {
 	if !ok || len(t.Returned) > 0 {
 		return f()
 	}
-	if v, ok := memo[k]; ok {
-		return v
-	}
-	v := f()
-	memo[k] = v
-	return v
+	return memoized(memo, k, f)
 }
 
 // stackID is a stack's identity: the parser shares one []Frame among
@@ -103,7 +97,11 @@ func byStack[V any](memo map[stackID]V, st []stacks.Frame, f func() V) V {
 	if len(st) == 0 {
 		return f()
 	}
-	k := stackID{&st[0], len(st)}
+	return memoized(memo, stackID{&st[0], len(st)}, f)
+}
+
+// memoized returns memo[k], computing it with f the first time.
+func memoized[K comparable, V any](memo map[K]V, k K, f func() V) V {
 	if v, ok := memo[k]; ok {
 		return v
 	}
