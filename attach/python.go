@@ -4,12 +4,12 @@ import (
 	"encoding/binary"
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"time"
 
 	"github.com/hangdoc/hangdoc/attach/module"
 	"github.com/hangdoc/hangdoc/attach/python"
 	"github.com/hangdoc/hangdoc/attach/unwind"
+	"github.com/hangdoc/hangdoc/internal/lazyre"
 	"github.com/hangdoc/hangdoc/stacks"
 )
 
@@ -35,7 +35,7 @@ const evalFrameFunc = "_PyEval_EvalFrameDefault"
 
 // interpreterFile matches the files that may hold _PyRuntime: the
 // interpreter itself (python3.11, python3) or libpython3.x.so.
-var interpreterFile = regexp.MustCompile(`^(lib)?python\d(\.\d+)?[a-z]*(\.so.*)?$`)
+var interpreterFile = lazyre.New(`^(lib)?python\d(\.\d+)?[a-z]*(\.so.*)?$`)
 
 // symbolSource is what finding _PyRuntime needs of an address space.
 type symbolSource interface {

@@ -1,10 +1,10 @@
 package heuristics
 
 import (
-	"regexp"
 	"slices"
 	"strings"
 
+	"github.com/hangdoc/hangdoc/internal/lazyre"
 	"github.com/hangdoc/hangdoc/stacks"
 )
 
@@ -160,7 +160,7 @@ func lockExpr(a stacks.Arg) string {
 	return strings.TrimSpace(strings.TrimPrefix(a.Value, "&"))
 }
 
-var lockExprRE = regexp.MustCompile(`^&?\s*[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*$`)
+var lockExprRE = lazyre.New(`^&?\s*[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*$`)
 
 // releasesLock: a function whose name says it releases a lock.
 func releasesLock(f stacks.Frame) bool {
@@ -175,4 +175,4 @@ func takesLocks(f stacks.Frame) bool {
 	return !releasesLock(f) && lockWordRE.MatchString(funcKey(f))
 }
 
-var lockWordRE = regexp.MustCompile(`(?i:(^|[_:.])(lock|acquire|mutex_enter))|[a-z](Lock|Acquire)([A-Z_(]|$)`)
+var lockWordRE = lazyre.New(`(?i:(^|[_:.])(lock|acquire|mutex_enter))|[a-z](Lock|Acquire)([A-Z_(]|$)`)

@@ -2,12 +2,12 @@ package heuristics
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
 
+	"github.com/hangdoc/hangdoc/internal/lazyre"
 	"github.com/hangdoc/hangdoc/stacks"
 )
 
@@ -45,16 +45,16 @@ var collectiveRefs = []string{
 var (
 	// collectiveRE matches the functions of collective operations and
 	// the libraries that run them.
-	collectiveRE = regexp.MustCompile(`(?i)all_?reduce|barrier|broadcast|all_?gather|reduce_?scatter|all_?to_?all|ncclkernel|nccl|(^|[^a-z])p?mpi_|gloo|jaccl|collective`)
+	collectiveRE = lazyre.New(`(?i)all_?reduce|barrier|broadcast|all_?gather|reduce_?scatter|all_?to_?all|ncclkernel|nccl|(^|[^a-z])p?mpi_|gloo|jaccl|collective`)
 	// ringRE matches a ring pass ("allreduce_ring", "ring::send",
 	// "RingAllReduce"), not "string" or "during".
-	ringRE = regexp.MustCompile(`(^|[^A-Za-z])[Rr]ing([^a-z]|$)|[a-z]Ring([^a-z]|$)`)
+	ringRE = lazyre.New(`(^|[^A-Za-z])[Rr]ing([^a-z]|$)|[a-z]Ring([^a-z]|$)`)
 	// notCollectiveRE: names that match the words above but are not a
 	// wait in a collective.
-	notCollectiveRE = regexp.MustCompile(`(?i)^_*pthread_cond_|ring_?buf`)
+	notCollectiveRE = lazyre.New(`(?i)^_*pthread_cond_|ring_?buf`)
 	// helperThreadRE: the background threads of communication libraries,
 	// in every rank whatever its main thread does.
-	helperThreadRE = regexp.MustCompile(`(?i)proxy|watchdog|heartbeat|progress_?thread|async_?job`)
+	helperThreadRE = lazyre.New(`(?i)proxy|watchdog|heartbeat|progress_?thread|async_?job`)
 )
 
 // collectiveFrame: a frame of a collective operation: a vocabulary row

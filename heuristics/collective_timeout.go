@@ -13,18 +13,18 @@ package heuristics
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 
+	"github.com/hangdoc/hangdoc/internal/lazyre"
 	"github.com/hangdoc/hangdoc/stacks"
 )
 
 var (
 	// mpiPointToPointRE: MPI calls that wait for one peer, not for the
 	// communicator.
-	mpiPointToPointRE = regexp.MustCompile(`(?i)^p?mpi_(?:recv|mrecv|send|ssend|bsend|rsend|sendrecv|sendrecv_replace|wait|waitall|waitany|waitsome|probe|mprobe|test)$`)
+	mpiPointToPointRE = lazyre.New(`(?i)^p?mpi_(?:recv|mrecv|send|ssend|bsend|rsend|sendrecv|sendrecv_replace|wait|waitall|waitany|waitsome|probe|mprobe|test)$`)
 	// mpichSourceRE reads a pending request's peer ("source=1").
-	mpichSourceRE = regexp.MustCompile(`\bsource=(-?\d+)`)
+	mpichSourceRE = lazyre.New(`\bsource=(-?\d+)`)
 )
 
 // timeoutRank is a rank that printed a progress-timeout report.

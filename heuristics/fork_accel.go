@@ -3,10 +3,10 @@ package heuristics
 import (
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 
+	"github.com/hangdoc/hangdoc/internal/lazyre"
 	"github.com/hangdoc/hangdoc/stacks"
 )
 
@@ -40,31 +40,31 @@ or initialise the driver only in the child, after fork, never in the parent.`,
 // accelDriver is one family of accelerator driver libraries, matched on
 // the file name of a mapped object.
 type accelDriver struct {
-	re     *regexp.Regexp
+	re     *lazyre.RE
 	family string
 	// api matches the driver's entry points by name, for dumps whose
 	// frames carry no module.
-	api *regexp.Regexp
+	api *lazyre.RE
 }
 
 var accelDrivers = []accelDriver{
-	{regexp.MustCompile(`^libcuda\.so`), "CUDA", regexp.MustCompile(`^cu[A-Z]`)},
-	{regexp.MustCompile(`^libcudart\.so`), "CUDA", regexp.MustCompile(`^cuda[A-Z]`)},
-	{regexp.MustCompile(`^libnvidia-[A-Za-z0-9_-]+\.so`), "NVIDIA driver", nil},
-	{regexp.MustCompile(`^libnccl\.so`), "NCCL (CUDA)", regexp.MustCompile(`^nccl[A-Z]`)},
-	{regexp.MustCompile(`^libamdhip64\.so`), "ROCm HIP", regexp.MustCompile(`^hip[A-Z]`)},
-	{regexp.MustCompile(`^libhsa-runtime64\.so`), "ROCm HSA", regexp.MustCompile(`^hsa_`)},
-	{regexp.MustCompile(`^libhsakmt\.so`), "ROCm HSA", regexp.MustCompile(`^hsaKmt`)},
-	{regexp.MustCompile(`^libze_loader\.so`), "oneAPI Level Zero", regexp.MustCompile(`^ze[A-Z]`)},
-	{regexp.MustCompile(`^libze_intel_gpu\.so`), "oneAPI Level Zero", nil},
-	{regexp.MustCompile(`^libtt_metal\.so`), "tt-metal", regexp.MustCompile(`^tt::(tt_metal|umd)::`)},
-	{regexp.MustCompile(`^_ttnn[A-Za-z0-9_.-]*\.so`), "tt-metal (ttnn)", nil},
-	{regexp.MustCompile(`^libtt_umd\.so|^libdevice\.so`), "tt-metal UMD", nil}, // libdevice.so only under a tt-metal path: see driverOf
-	{regexp.MustCompile(`^libmetal\.so|^Metal$`), "Metal", nil},
-	{regexp.MustCompile(`^libfakeaccel\.so`), "fake accelerator (test stand-in)", regexp.MustCompile(`^fakeaccel_`)},
+	{lazyre.New(`^libcuda\.so`), "CUDA", lazyre.New(`^cu[A-Z]`)},
+	{lazyre.New(`^libcudart\.so`), "CUDA", lazyre.New(`^cuda[A-Z]`)},
+	{lazyre.New(`^libnvidia-[A-Za-z0-9_-]+\.so`), "NVIDIA driver", nil},
+	{lazyre.New(`^libnccl\.so`), "NCCL (CUDA)", lazyre.New(`^nccl[A-Z]`)},
+	{lazyre.New(`^libamdhip64\.so`), "ROCm HIP", lazyre.New(`^hip[A-Z]`)},
+	{lazyre.New(`^libhsa-runtime64\.so`), "ROCm HSA", lazyre.New(`^hsa_`)},
+	{lazyre.New(`^libhsakmt\.so`), "ROCm HSA", lazyre.New(`^hsaKmt`)},
+	{lazyre.New(`^libze_loader\.so`), "oneAPI Level Zero", lazyre.New(`^ze[A-Z]`)},
+	{lazyre.New(`^libze_intel_gpu\.so`), "oneAPI Level Zero", nil},
+	{lazyre.New(`^libtt_metal\.so`), "tt-metal", lazyre.New(`^tt::(tt_metal|umd)::`)},
+	{lazyre.New(`^_ttnn[A-Za-z0-9_.-]*\.so`), "tt-metal (ttnn)", nil},
+	{lazyre.New(`^libtt_umd\.so|^libdevice\.so`), "tt-metal UMD", nil}, // libdevice.so only under a tt-metal path: see driverOf
+	{lazyre.New(`^libmetal\.so|^Metal$`), "Metal", nil},
+	{lazyre.New(`^libfakeaccel\.so`), "fake accelerator (test stand-in)", lazyre.New(`^fakeaccel_`)},
 }
 
-var ttMetalPath = regexp.MustCompile(`(?i)tt[-_]?metal|tenstorrent`)
+var ttMetalPath = lazyre.New(`(?i)tt[-_]?metal|tenstorrent`)
 
 // driverOf says whether a mapped object is an accelerator driver.
 func driverOf(path string) (accelDriver, bool) {

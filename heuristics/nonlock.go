@@ -8,9 +8,9 @@ package heuristics
 import (
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"strings"
 
+	"github.com/hangdoc/hangdoc/internal/lazyre"
 	"github.com/hangdoc/hangdoc/stacks"
 )
 
@@ -141,7 +141,7 @@ func runnableInCall(s stacks.Sample) (waitKind, string) {
 }
 
 // Callers that turn a select or poll without fds into a sleep.
-var sleepyCallers = regexp.MustCompile(`(?i)(^|[^a-z])(u?sleep|pysleep|time_sleep|g_usleep|nanosleep|msleep|sleep_for|sleep_until)([^a-z]|$)`)
+var sleepyCallers = lazyre.New(`(?i)(^|[^a-z])(u?sleep|pysleep|time_sleep|g_usleep|nanosleep|msleep|sleep_for|sleep_until)([^a-z]|$)`)
 
 // classifySample says what a sample's thread is doing, from the kernel's
 // syscall when the source read it, else from the innermost frames.

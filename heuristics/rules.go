@@ -23,6 +23,8 @@ import (
 	"regexp/syntax"
 	"strings"
 	"sync"
+
+	"github.com/hangdoc/hangdoc/internal/lazyre"
 )
 
 // Rule is a known-issue rule. Every condition given must hold; each
@@ -268,7 +270,7 @@ func offsetOf(data, raw []byte) int64 {
 	return 0
 }
 
-var ruleIDPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
+var ruleIDPattern = lazyre.New(`^[a-z0-9][a-z0-9._-]*$`)
 
 // documentedIDs are the catalogue's stable ids (DESIGN.md); a rule may
 // name one before its signature is built.

@@ -3,11 +3,11 @@ package heuristics
 import (
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/hangdoc/hangdoc/internal/lazyre"
 	"github.com/hangdoc/hangdoc/stacks"
 )
 
@@ -35,12 +35,12 @@ variable or event instead of spinning.`,
 }
 
 // spinFuncs are the names of wait, fence, poll and spin loops.
-var spinFuncs = regexp.MustCompile(`(?i)(wait|fence|poll|spin|yield|pause|busy_?wait|cpu_relax|backoff)`)
+var spinFuncs = lazyre.New(`(?i)(wait|fence|poll|spin|yield|pause|busy_?wait|cpu_relax|backoff)`)
 
 // yieldFrames are the calls a spin loop makes to give up the CPU; they
 // are skipped when comparing stacks, so a loop sampled inside sched_yield
 // and outside it counts as the same.
-var yieldFrames = regexp.MustCompile(`^(sched_yield|thrd_yield|pthread_yield|syscall_cancel_arch|internal_syscall_cancel|syscall_cancel)$`)
+var yieldFrames = lazyre.New(`^(sched_yield|thrd_yield|pthread_yield|syscall_cancel_arch|internal_syscall_cancel|syscall_cancel)$`)
 
 // spinner is one thread that spins.
 type spinner struct {

@@ -12,15 +12,15 @@ package heuristics
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 
+	"github.com/hangdoc/hangdoc/internal/lazyre"
 	"github.com/hangdoc/hangdoc/stacks"
 )
 
 var (
-	recursiveClaimRE = regexp.MustCompile(`^POTENTIAL DEADLOCK: Recursive locking`)
-	recursiveCurRE   = regexp.MustCompile(`: current goroutine (\d+) lock (\S+)$`)
+	recursiveClaimRE = lazyre.New(`^POTENTIAL DEADLOCK: Recursive locking`)
+	recursiveCurRE   = lazyre.New(`: current goroutine (\d+) lock (\S+)$`)
 )
 
 // recursiveLock is a report whose current acquire is nested in the

@@ -18,9 +18,9 @@ package heuristics
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 
+	"github.com/hangdoc/hangdoc/internal/lazyre"
 	"github.com/hangdoc/hangdoc/stacks"
 )
 
@@ -28,18 +28,18 @@ import (
 // cycle.
 type lockOrderClaim struct {
 	tool string
-	re   *regexp.Regexp
+	re   *lazyre.RE
 	// hung: the tool says the program is stuck now (a holder timed out),
 	// not that the order could deadlock.
 	hung bool
 }
 
 var lockOrderClaims = []lockOrderClaim{
-	{tool: "Abseil's deadlock detector", re: regexp.MustCompile(`(?i)potential mutex deadlock|cycle in the historical lock ordering graph`)},
-	{tool: "a lock-order detector (ThreadSanitizer, bcc deadlock)", re: regexp.MustCompile(`(?i)\bmutex M\d+ (?:\(0x[0-9a-f]+\) )?acquired here while holding mutex M\d+|lock-order-inversion \(potential deadlock\)|potential deadlock detected`)},
-	{tool: "go-deadlock", re: regexp.MustCompile(`(?i)potential deadlock: inconsistent locking`)},
-	{tool: "Helgrind", re: regexp.MustCompile(`(?i)lock order "0x[0-9a-f]+ before 0x[0-9a-f]+" violated`)},
-	{tool: "a debug mutex", re: regexp.MustCompile(`(?i)a lock was held until deadlock`), hung: true},
+	{tool: "Abseil's deadlock detector", re: lazyre.New(`(?i)potential mutex deadlock|cycle in the historical lock ordering graph`)},
+	{tool: "a lock-order detector (ThreadSanitizer, bcc deadlock)", re: lazyre.New(`(?i)\bmutex M\d+ (?:\(0x[0-9a-f]+\) )?acquired here while holding mutex M\d+|lock-order-inversion \(potential deadlock\)|potential deadlock detected`)},
+	{tool: "go-deadlock", re: lazyre.New(`(?i)potential deadlock: inconsistent locking`)},
+	{tool: "Helgrind", re: lazyre.New(`(?i)lock order "0x[0-9a-f]+ before 0x[0-9a-f]+" violated`)},
+	{tool: "a debug mutex", re: lazyre.New(`(?i)a lock was held until deadlock`), hung: true},
 }
 
 // toolClaim is a thread of a tool's report that claims a lock-order
@@ -53,7 +53,7 @@ type toolClaim struct {
 
 // goDeadlockReportRE: the go-deadlock reader names every stack of a
 // report by its "POTENTIAL DEADLOCK:" header (stacks/godeadlock.go).
-var goDeadlockReportRE = regexp.MustCompile(`^POTENTIAL DEADLOCK:`)
+var goDeadlockReportRE = lazyre.New(`^POTENTIAL DEADLOCK:`)
 
 // toolClaimName: a thread's name is a detector's claim.
 func toolClaimName(name string) bool {

@@ -3,9 +3,10 @@ package stacks
 import (
 	"fmt"
 	"io"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/hangdoc/hangdoc/internal/lazyre"
 )
 
 // ParseCoredump reads the stack traces systemd-coredump writes to the
@@ -44,14 +45,14 @@ func init() {
 }
 
 var (
-	cdThreadRE  = regexp.MustCompile(`^Stack trace of thread (\d+):$`)
-	cdFrameRE   = regexp.MustCompile(`^#(\d+)\s+0x([0-9a-fA-F]+) (\S.*?) \(([^()]*?)(?: \+ 0x([0-9a-fA-F]+))?\)$`)
-	cdProcessRE = regexp.MustCompile(`^(?:\[\S+\] )?Process (\d+) \((.*)\) of user \d+ (?:dumped core|terminated abnormally)`)
-	cdPidRE     = regexp.MustCompile(`^PID: (\d+) \((.*)\)$`)
+	cdThreadRE  = lazyre.New(`^Stack trace of thread (\d+):$`)
+	cdFrameRE   = lazyre.New(`^#(\d+)\s+0x([0-9a-fA-F]+) (\S.*?) \(([^()]*?)(?: \+ 0x([0-9a-fA-F]+))?\)$`)
+	cdProcessRE = lazyre.New(`^(?:\[\S+\] )?Process (\d+) \((.*)\) of user \d+ (?:dumped core|terminated abnormally)`)
+	cdPidRE     = lazyre.New(`^PID: (\d+) \((.*)\)$`)
 	// a frame's module as systemd prints it: " (libc.so.6 + 0x82ad6)", " (libpthread.so.0)"
-	cdModuleTailRE = regexp.MustCompile(`\s\([^\s()]+(?: \+ 0x[0-9a-fA-F]+)?\)\s*$`)
-	cdSniffRE      = regexp.MustCompile(`(?m)^[\s>]*Stack trace of thread \d+:\s*$`)
-	cdFrameSnRE    = regexp.MustCompile(`(?m)^[\s>]*#\d+\s+0x[0-9a-fA-F]+ \S+ \([^()\s]+(?: \+ 0x[0-9a-fA-F]+)?\)\s*$`)
+	cdModuleTailRE = lazyre.New(`\s\([^\s()]+(?: \+ 0x[0-9a-fA-F]+)?\)\s*$`)
+	cdSniffRE      = lazyre.New(`(?m)^[\s>]*Stack trace of thread \d+:\s*$`)
+	cdFrameSnRE    = lazyre.New(`(?m)^[\s>]*#\d+\s+0x[0-9a-fA-F]+ \S+ \([^()\s]+(?: \+ 0x[0-9a-fA-F]+)?\)\s*$`)
 )
 
 // cdMeta are the lines of a coredump entry around its stacks that say

@@ -3,9 +3,10 @@ package stacks
 import (
 	"fmt"
 	"io"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/hangdoc/hangdoc/internal/lazyre"
 )
 
 // macOS and iOS crash reports in their text form (.crash, what Xcode's
@@ -34,15 +35,15 @@ func init() {
 }
 
 var (
-	crThreadRE     = regexp.MustCompile(`^Thread (\d+)(?:( Crashed)?::?(?:\s+(.*))?| name:\s+(.*))$`)
-	crFrameRE      = regexp.MustCompile(`^(\d+)\s+(\S.*?)\s+0x([0-9a-fA-F]+)\s+(\S.*)$`)
-	crOffsetRE     = regexp.MustCompile(`^0x[0-9a-fA-F]+ \+ (0x[0-9a-fA-F]+|\d+)(?:\s+// (.*))?$`)
-	crSymbolRE     = regexp.MustCompile(`^(.*?) \+ (0x[0-9a-fA-F]+|\d+)(?: \(([^()]+):(\d+)\))?$`)
-	crSourceRE     = regexp.MustCompile(`^(.*?)\s?\(([^()]+\.\w+):(\d+)\)$`)
-	crProcessRE    = regexp.MustCompile(`^Process:\s+(.+?) \[(\d+)\]$`)
-	crEndRE        = regexp.MustCompile(`^(?:Thread \d+ crashed with .*Thread State|Binary Images:$)`)
-	crSniffFrameRE = regexp.MustCompile(`(?m)^[\s>]*\d+\s+\S.*?\s0x[0-9a-fA-F]+ \S`)
-	crSniffRE      = regexp.MustCompile(`(?m)^[\s>]*(?:Thread \d+(?: Crashed)?::?(?:\s|$)|Thread \d+ name:\s|Incident Identifier:|Crashed Thread:|Triggered by Thread:|Exception Type:)`)
+	crThreadRE     = lazyre.New(`^Thread (\d+)(?:( Crashed)?::?(?:\s+(.*))?| name:\s+(.*))$`)
+	crFrameRE      = lazyre.New(`^(\d+)\s+(\S.*?)\s+0x([0-9a-fA-F]+)\s+(\S.*)$`)
+	crOffsetRE     = lazyre.New(`^0x[0-9a-fA-F]+ \+ (0x[0-9a-fA-F]+|\d+)(?:\s+// (.*))?$`)
+	crSymbolRE     = lazyre.New(`^(.*?) \+ (0x[0-9a-fA-F]+|\d+)(?: \(([^()]+):(\d+)\))?$`)
+	crSourceRE     = lazyre.New(`^(.*?)\s?\(([^()]+\.\w+):(\d+)\)$`)
+	crProcessRE    = lazyre.New(`^Process:\s+(.+?) \[(\d+)\]$`)
+	crEndRE        = lazyre.New(`^(?:Thread \d+ crashed with .*Thread State|Binary Images:$)`)
+	crSniffFrameRE = lazyre.New(`(?m)^[\s>]*\d+\s+\S.*?\s0x[0-9a-fA-F]+ \S`)
+	crSniffRE      = lazyre.New(`(?m)^[\s>]*(?:Thread \d+(?: Crashed)?::?(?:\s|$)|Thread \d+ name:\s|Incident Identifier:|Crashed Thread:|Triggered by Thread:|Exception Type:)`)
 )
 
 func sniffCrashReport(head []byte) int {
@@ -66,7 +67,7 @@ func beginsCrashReport(t, next string) bool {
 }
 
 // crFrame0RE is a thread section's first frame: "0   libsystem_kernel.dylib   0x… __psynch_mutexwait + 8".
-var crFrame0RE = regexp.MustCompile(`^0\s+\S+\s+0x[0-9a-fA-F]+ \S`)
+var crFrame0RE = lazyre.New(`^0\s+\S+\s+0x[0-9a-fA-F]+ \S`)
 
 // crashProcessNext says whether a "Process:" line begins a crash report,
 // not a spindump: a crash report's Path is followed by its Identifier.

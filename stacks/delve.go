@@ -3,10 +3,11 @@ package stacks
 import (
 	"fmt"
 	"io"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hangdoc/hangdoc/internal/lazyre"
 )
 
 // Delve's terminal output (dlv attach, dlv core, dlv debug): the
@@ -43,17 +44,17 @@ func init() {
 }
 
 var (
-	dlvHeaderRE = regexp.MustCompile(`^(?:\* )?Goroutine (\d+) - (?:User|Runtime|Go|Start): (\S+):(\d+) (\S+) \(0x([0-9a-f]+)\)(?: \(thread (\d+)\))?(?: \[(.+)\])?$`)
-	dlvFrameRE  = regexp.MustCompile(`^(\d+)\s+0x([0-9a-f]+) in (\S.*)$`)
-	dlvAtRE     = regexp.MustCompile(`^at (\S.*):(\d+)$`)
-	dlvVarRE    = regexp.MustCompile(`^([A-Za-z_~.][\w.~#]*) = (.+)$`)
-	dlvTotalRE  = regexp.MustCompile(`^\[(\d+) goroutines\]$`)
-	dlvSwitchRE = regexp.MustCompile(`^Switched from -?\d+ to (\d+) \(thread \d+\)$`)
-	dlvPtrRE    = regexp.MustCompile(`^\((?:"[^"]+"|[^()]+)\)\((0x[0-9a-f]+)\)$`)
+	dlvHeaderRE = lazyre.New(`^(?:\* )?Goroutine (\d+) - (?:User|Runtime|Go|Start): (\S+):(\d+) (\S+) \(0x([0-9a-f]+)\)(?: \(thread (\d+)\))?(?: \[(.+)\])?$`)
+	dlvFrameRE  = lazyre.New(`^(\d+)\s+0x([0-9a-f]+) in (\S.*)$`)
+	dlvAtRE     = lazyre.New(`^at (\S.*):(\d+)$`)
+	dlvVarRE    = lazyre.New(`^([A-Za-z_~.][\w.~#]*) = (.+)$`)
+	dlvTotalRE  = lazyre.New(`^\[(\d+) goroutines\]$`)
+	dlvSwitchRE = lazyre.New(`^Switched from -?\d+ to (\d+) \(thread \d+\)$`)
+	dlvPtrRE    = lazyre.New(`^\((?:"[^"]+"|[^()]+)\)\((0x[0-9a-f]+)\)$`)
 	// the wait began at this time of the runtime's clock (delve v1.2x),
 	// or as a duration of that clock (older delve)
-	dlvSinceRE = regexp.MustCompile(` (?:\d+|\d[\d.hmsuµn]*s)$`)
-	dlvSniffRE = regexp.MustCompile(`(?m)^[\s>]*(?:\(dlv\) )?(?:\* )?Goroutine \d+ - (?:User|Runtime|Go|Start): \S+:\d+ |^[\s>]*(?:\(dlv\) )?\d+\s+0x[0-9a-f]{16} in \S+\r?\n[\s>]*at \S+:\d+`)
+	dlvSinceRE = lazyre.New(` (?:\d+|\d[\d.hmsuµn]*s)$`)
+	dlvSniffRE = lazyre.New(`(?m)^[\s>]*(?:\(dlv\) )?(?:\* )?Goroutine \d+ - (?:User|Runtime|Go|Start): \S+:\d+ |^[\s>]*(?:\(dlv\) )?\d+\s+0x[0-9a-f]{16} in \S+\r?\n[\s>]*at \S+:\d+`)
 )
 
 // dlvChatter are lines of dlv's own talk around the output read.

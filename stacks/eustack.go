@@ -2,9 +2,10 @@ package stacks
 
 import (
 	"io"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/hangdoc/hangdoc/internal/lazyre"
 )
 
 // ParseEUStack reads the output of elfutils' eu-stack (`eu-stack -p PID`,
@@ -70,15 +71,15 @@ type euParser struct {
 }
 
 var (
-	euPidRE     = regexp.MustCompile(`^PID (\d+) - (.+)$`)
-	euTidRE     = regexp.MustCompile(`^TID (\d+):$`)
-	euModuleRE  = regexp.MustCompile(`^0x([0-9a-fA-F]+)-0x([0-9a-fA-F]+) (.+)$`)
-	euBuildIDRE = regexp.MustCompile(`^\[([0-9a-fA-F]+)\]@0x([0-9a-fA-F]+)\+0x([0-9a-fA-F]+)$`)
-	euIDRE      = regexp.MustCompile(`^\[([0-9a-fA-F]+)\]$`)
-	euSourceRE  = regexp.MustCompile(`^\S+:\d+(?::\d+)?$`)
-	euMsgTidRE  = regexp.MustCompile(`\btid (\d+)\b`)
-	euBareMsgRE = regexp.MustCompile(`^tid \d+: `)
-	euCommandRE = regexp.MustCompile(`^[$#] +(?:sudo +)?(?:\S*/)?eu-stack(?: |$)`)
+	euPidRE     = lazyre.New(`^PID (\d+) - (.+)$`)
+	euTidRE     = lazyre.New(`^TID (\d+):$`)
+	euModuleRE  = lazyre.New(`^0x([0-9a-fA-F]+)-0x([0-9a-fA-F]+) (.+)$`)
+	euBuildIDRE = lazyre.New(`^\[([0-9a-fA-F]+)\]@0x([0-9a-fA-F]+)\+0x([0-9a-fA-F]+)$`)
+	euIDRE      = lazyre.New(`^\[([0-9a-fA-F]+)\]$`)
+	euSourceRE  = lazyre.New(`^\S+:\d+(?::\d+)?$`)
+	euMsgTidRE  = lazyre.New(`\btid (\d+)\b`)
+	euBareMsgRE = lazyre.New(`^tid \d+: `)
+	euCommandRE = lazyre.New(`^[$#] +(?:sudo +)?(?:\S*/)?eu-stack(?: |$)`)
 )
 
 func (p *euParser) line(l textLine) {

@@ -3,10 +3,11 @@ package stacks
 import (
 	"fmt"
 	"io"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hangdoc/hangdoc/internal/lazyre"
 )
 
 // CPython's faulthandler writes, from a signal handler and without the
@@ -32,15 +33,15 @@ func init() {
 }
 
 var (
-	fhHeaderRE  = regexp.MustCompile(`^(Current thread|Thread) 0x([0-9a-fA-F]{1,16})(?: \[(.*)\])? \(most recent call first\):$`)
-	fhFrameRE   = regexp.MustCompile(`^File (?:"(.*)"|\?\?\?), line (\d+|\?\?\?) in (.*)$`)
-	fhTimeoutRE = regexp.MustCompile(`^Timeout \((\d+):(\d\d):(\d\d)(?:\.(\d+))?\)!$`)
-	fhBinaryRE  = regexp.MustCompile(`^Binary file "(.*)", at (.*?)([+-]0x[0-9a-f]+)? \[(0x[0-9a-f]+)\]$`)
-	fhShellRE   = regexp.MustCompile(`^(?:.*: line \d+: +\d+ )?(Aborted|Segmentation fault|Bus error|Illegal instruction|Floating point exception|Killed|Trace/breakpoint trap)(?: +\(core dumped\))?(?: .*)?$`)
+	fhHeaderRE  = lazyre.New(`^(Current thread|Thread) 0x([0-9a-fA-F]{1,16})(?: \[(.*)\])? \(most recent call first\):$`)
+	fhFrameRE   = lazyre.New(`^File (?:"(.*)"|\?\?\?), line (\d+|\?\?\?) in (.*)$`)
+	fhTimeoutRE = lazyre.New(`^Timeout \((\d+):(\d\d):(\d\d)(?:\.(\d+))?\)!$`)
+	fhBinaryRE  = lazyre.New(`^Binary file "(.*)", at (.*?)([+-]0x[0-9a-f]+)? \[(0x[0-9a-f]+)\]$`)
+	fhShellRE   = lazyre.New(`^(?:.*: line \d+: +\d+ )?(Aborted|Segmentation fault|Bus error|Illegal instruction|Floating point exception|Killed|Trace/breakpoint trap)(?: +\(core dumped\))?(?: .*)?$`)
 
-	fhSniffHeaderRE = regexp.MustCompile(sniffPrefix + `(?:Current thread|Thread) 0x[0-9a-fA-F]+(?: \[.*\])? \(most recent call first\):`)
-	fhSniffFrameRE  = regexp.MustCompile(sniffPrefix + `File "[^"\n]*", line \d+ in \S`)
-	fhSniffEventRE  = regexp.MustCompile(sniffPrefix + `(?:Fatal Python error: |Timeout \(\d+:\d\d:\d\d(?:\.\d+)?\)!|Stack \(most recent call first\):)`)
+	fhSniffHeaderRE = lazyre.New(sniffPrefix + `(?:Current thread|Thread) 0x[0-9a-fA-F]+(?: \[.*\])? \(most recent call first\):`)
+	fhSniffFrameRE  = lazyre.New(sniffPrefix + `File "[^"\n]*", line \d+ in \S`)
+	fhSniffEventRE  = lazyre.New(sniffPrefix + `(?:Fatal Python error: |Timeout \(\d+:\d\d:\d\d(?:\.\d+)?\)!|Stack \(most recent call first\):)`)
 )
 
 func sniffFaulthandler(head []byte) int {

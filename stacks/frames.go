@@ -3,10 +3,11 @@ package stacks
 import (
 	"fmt"
 	"io"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hangdoc/hangdoc/internal/lazyre"
 )
 
 // The frame-list reader: the last resort for a paste no tool's reader
@@ -27,44 +28,44 @@ func init() {
 }
 
 var (
-	flTreeRE        = regexp.MustCompile(`^(?:[│|├└┣┗╰\\+` + "`" + `─-]+\s*)+`)
-	flAtRE          = regexp.MustCompile(`^@\s+0x[0-9a-fA-F]+\s+(?:\d+\s+)?(\S.*)$`)
-	flPCRE          = regexp.MustCompile(`^(?:\d+\s+)?0x[0-9a-fA-F]+(?:\s+in)?\s+(\S.*)$`)
-	flGDBRE         = regexp.MustCompile(`^([^\s(]+) \(.*\)(?: (?:at (\S+):(\d+)|from (\S+)))?$`)
-	flFileRE        = regexp.MustCompile(`^([^\s(]+) \((\S+?):(\d+)\)$`)
-	flEmptyParamsRE = regexp.MustCompile(`^([^\s(]+)\(\) \(\S`)
-	flBareRE        = regexp.MustCompile(`^[A-Za-z_$][\w:.~<>$()*\[\]]*(?:\+0x[0-9a-f]+)?$`)
-	flCSVRE         = regexp.MustCompile(`^\d+,\d+,(\s*)(\S.*)$`)
-	flAtFileRE      = regexp.MustCompile(`^at (\S+?):(\d+)(?::\d+)?$`)
-	flSymsRE        = regexp.MustCompile(`^(?:\[\d+\]\s+)?(\S+)\(([^()\s]*?)(?:\+0x[0-9a-fA-F]+)?\) \[0x([0-9a-fA-F]+)\]$`) // glibc's backtrace_symbols
-	flRustRE        = regexp.MustCompile(`^\d+:\s+(?:0x([0-9a-fA-F]+) - )?(\S.*?)(?:::h[0-9a-f]{16})?$`)
-	flFileOnlyRE    = regexp.MustCompile(`^File: '(\S+?):(\d+)'$`)
+	flTreeRE        = lazyre.New(`^(?:[│|├└┣┗╰\\+` + "`" + `─-]+\s*)+`)
+	flAtRE          = lazyre.New(`^@\s+0x[0-9a-fA-F]+\s+(?:\d+\s+)?(\S.*)$`)
+	flPCRE          = lazyre.New(`^(?:\d+\s+)?0x[0-9a-fA-F]+(?:\s+in)?\s+(\S.*)$`)
+	flGDBRE         = lazyre.New(`^([^\s(]+) \(.*\)(?: (?:at (\S+):(\d+)|from (\S+)))?$`)
+	flFileRE        = lazyre.New(`^([^\s(]+) \((\S+?):(\d+)\)$`)
+	flEmptyParamsRE = lazyre.New(`^([^\s(]+)\(\) \(\S`)
+	flBareRE        = lazyre.New(`^[A-Za-z_$][\w:.~<>$()*\[\]]*(?:\+0x[0-9a-f]+)?$`)
+	flCSVRE         = lazyre.New(`^\d+,\d+,(\s*)(\S.*)$`)
+	flAtFileRE      = lazyre.New(`^at (\S+?):(\d+)(?::\d+)?$`)
+	flSymsRE        = lazyre.New(`^(?:\[\d+\]\s+)?(\S+)\(([^()\s]*?)(?:\+0x[0-9a-fA-F]+)?\) \[0x([0-9a-fA-F]+)\]$`) // glibc's backtrace_symbols
+	flRustRE        = lazyre.New(`^\d+:\s+(?:0x([0-9a-fA-F]+) - )?(\S.*?)(?:::h[0-9a-f]{16})?$`)
+	flFileOnlyRE    = lazyre.New(`^File: '(\S+?):(\d+)'$`)
 	// gdb's `info line *ADDR` answer, one a frame when a reporter had
 	// only addresses: "0x560ed is in je_malloc_mutex_lock_slow
 	// (include/jemalloc/internal/atomic.h:69)."
-	flInfoLineRE = regexp.MustCompile(`^0x([0-9a-fA-F]+) is in (\S+) \((\S+?):(\d+)\)\.?$`)
+	flInfoLineRE = lazyre.New(`^0x([0-9a-fA-F]+) is in (\S+) \((\S+?):(\d+)\)\.?$`)
 	// a frame of a hand-written tree with a file:line column and the
 	// reader's words after it: "lock(&lock_trace) rtkcmn.c:2772  first lock"
-	flColsRE    = regexp.MustCompile(`^([A-Za-z_][\w:.~]*)\((.*?)\)\s+(\S+\.\w+):(\d+)(?:\s{2,}(\S.*))?$`)
-	flBlockedRE = regexp.MustCompile(`^Thread: (\d+) waits for thread: (\d+)`)
-	flRankRE    = regexp.MustCompile(`^\[(\d+)\]\s+`)
+	flColsRE    = lazyre.New(`^([A-Za-z_][\w:.~]*)\((.*?)\)\s+(\S+\.\w+):(\d+)(?:\s{2,}(\S.*))?$`)
+	flBlockedRE = lazyre.New(`^Thread: (\d+) waits for thread: (\d+)`)
+	flRankRE    = lazyre.New(`^\[(\d+)\]\s+`)
 	// MPICH's progress-timeout report (MPIR_CVAR_DEBUG_PROGRESS_TIMEOUT):
 	// "[1.009] 2 pending requests in pool 0", then one line a request
 	// ("ac000000: MPIDIG_do_irecv: source=1, tag=0, …"), then the
 	// backtrace.
-	flMPICHRE    = regexp.MustCompile(`^(?:\[[\d.]+\]\s+)?(\d+ pending requests? in pool \d+)$`)
-	flMPICHReqRE = regexp.MustCompile(`^([0-9a-f]{8}):\s*(.*)$`)
+	flMPICHRE    = lazyre.New(`^(?:\[[\d.]+\]\s+)?(\d+ pending requests? in pool \d+)$`)
+	flMPICHReqRE = lazyre.New(`^([0-9a-f]{8}):\s*(.*)$`)
 	// Delve's `goroutines -t`: "Goroutine 200 - User: file:line func (0x…)
 	// [chan send 3h2m1.5s]" (a "*" marks the current one).
-	flDelveRE = regexp.MustCompile(`^\*?\s*RuntimeThread (\d+) - \w+: .*\[([a-zA-Z][^\]]*?)(?: (\d[\d.hmsuµn]*s))?\]$`)
+	flDelveRE = lazyre.New(`^\*?\s*RuntimeThread (\d+) - \w+: .*\[([a-zA-Z][^\]]*?)(?: (\d[\d.hmsuµn]*s))?\]$`)
 	// the sanitizers' symbolized frame: "#1 t1 /tmp/x.c:4 (x+0x11df)",
 	// "0 pthread_mutex_lock <null> (app+0x42f3e5)", a C++ signature with
 	// spaces, a column after the line, a BuildId after the module
 	// a Go function with its import path: "internal/sync.(*Mutex).Lock",
 	// "github.com/x/y.(*T).M", "golang.org/x/sync/errgroup.(*Group).Wait"
-	flGoPathRE  = regexp.MustCompile(`^(?:[\w.-]+/)+[\w.-]*\.(?:\(\*?[\w.\[\]]+\)\.)?[\w$.\[\]]+$`)
-	flSanRE     = regexp.MustCompile(`^#?\d+\s+(\S.*?)\s+(?:<null>|(\S+?):(\d+)(?::\d+)?)\s+\(([^()\s]+?)\+0x([0-9a-fA-F]+)\)(?:\s+\(BuildId: [0-9a-fA-F]+\))?$`)
-	flThreadRE  = regexp.MustCompile(`\b(?:[Tt]hread|[Gg]oroutine|LWP|tid|TID)[ #=:]*(\d+)`)
+	flGoPathRE  = lazyre.New(`^(?:[\w.-]+/)+[\w.-]*\.(?:\(\*?[\w.\[\]]+\)\.)?[\w$.\[\]]+$`)
+	flSanRE     = lazyre.New(`^#?\d+\s+(\S.*?)\s+(?:<null>|(\S+?):(\d+)(?::\d+)?)\s+\(([^()\s]+?)\+0x([0-9a-fA-F]+)\)(?:\s+\(BuildId: [0-9a-fA-F]+\))?$`)
+	flThreadRE  = lazyre.New(`\b(?:[Tt]hread|[Gg]oroutine|LWP|tid|TID)[ #=:]*(\d+)`)
 	flEntryFunc = map[string]bool{"main": true, "_start": true, "start_thread": true, "clone": true, "clone3": true, "__libc_start_main": true, "runtime.main": true, "runtime.goexit": true, "<module>": true}
 )
 

@@ -1,17 +1,17 @@
 package stacks
 
-import "regexp"
+import "github.com/hangdoc/hangdoc/internal/lazyre"
 
 var (
-	gdbFrameRE  = regexp.MustCompile(`(?m)^[ \t>]*#\d+\s+(?:0x[0-9a-f]+ in )?\S.*(?: at \S+:\d+| from \S+| \(\))`)
-	gdbThreadRE = regexp.MustCompile(`(?m)^[ \t>]*Thread \d+ \((?:Thread 0x[0-9a-f]+ )?\(?LWP \d+\)`)
+	gdbFrameRE  = lazyre.New(`(?m)^[ \t>]*#\d+\s+(?:0x[0-9a-f]+ in )?\S.*(?: at \S+:\d+| from \S+| \(\))`)
+	gdbThreadRE = lazyre.New(`(?m)^[ \t>]*Thread \d+ \((?:Thread 0x[0-9a-f]+ )?\(?LWP \d+\)`)
 	// a row of `info threads`: "  2    Thread 0x7f… (LWP 29375) "name" frame"
-	gdbInfoRowRE = regexp.MustCompile(`(?m)^[ \t>]*(?:\* *)?\d+ +Thread 0x[0-9a-f]+ \(LWP \d+\)(?: "[^"\n]*")? +\S`)
+	gdbInfoRowRE = lazyre.New(`(?m)^[ \t>]*(?:\* *)?\d+ +Thread 0x[0-9a-f]+ \(LWP \d+\)(?: "[^"\n]*")? +\S`)
 	// py-bt's header: Python's own tracebacks say "most recent call
 	// last", faulthandler's name a thread or say "Stack"
-	gdbPyBTRE = regexp.MustCompile(`(?m)^[ \t>]*Traceback \(most recent call first\):`)
+	gdbPyBTRE = lazyre.New(`(?m)^[ \t>]*Traceback \(most recent call first\):`)
 	// a py-bt frame: the python-traceback format counts these too
-	gdbPyFrameRE = regexp.MustCompile(`(?m)^[ \t>]*File "[^"\n]*", line \d+, in \S`)
+	gdbPyFrameRE = lazyre.New(`(?m)^[ \t>]*File "[^"\n]*", line \d+, in \S`)
 )
 
 func init() {

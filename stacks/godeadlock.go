@@ -3,9 +3,10 @@ package stacks
 import (
 	"fmt"
 	"io"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/hangdoc/hangdoc/internal/lazyre"
 )
 
 // go-deadlock's reports (github.com/sasha-s/go-deadlock, deadlock.go):
@@ -51,15 +52,15 @@ func init() {
 }
 
 var (
-	gdlHeaderRE = regexp.MustCompile(`(?m)^[\s>]*POTENTIAL DEADLOCK:`)
-	gdlLockRE   = regexp.MustCompile(`^(?:current )?goroutine (\d+) lock (0x[0-9a-fA-F]+|%!p\(.*\))$`)
+	gdlHeaderRE = lazyre.New(`(?m)^[\s>]*POTENTIAL DEADLOCK:`)
+	gdlLockRE   = lazyre.New(`^(?:current )?goroutine (\d+) lock (0x[0-9a-fA-F]+|%!p\(.*\))$`)
 	// "compaction_queue.go:101 datacoord.(*CompactionQueue).Enqueue { q.lock.Lock() } <<<<<"
-	gdlFrameRE = regexp.MustCompile(`^(\S+?):(\d+) ([^\s{+][^\s{]*)(?: .*)?$`)
+	gdlFrameRE = lazyre.New(`^(\S+?):(\d+) ([^\s{+][^\s{]*)(?: .*)?$`)
 	// "  github.com/x/y.(*T).M()" over "      /x/y.go:12 +0x1f", and
 	// runtime.Stack's "main.f(0x1, …)" over "\t/x/main.go:12 +0x1d"
-	gdlFuncRE = regexp.MustCompile(`^([^\s(]+)\((.*)\)$`)
-	gdlFileRE = regexp.MustCompile(`^(\S+?):(\d+)(?: \+0x[0-9a-fA-F]+)?$`)
-	gdlGorRE  = regexp.MustCompile(`^goroutine (\d+) \[([^\]]*)\]:$`)
+	gdlFuncRE = lazyre.New(`^([^\s(]+)\((.*)\)$`)
+	gdlFileRE = lazyre.New(`^(\S+?):(\d+)(?: \+0x[0-9a-fA-F]+)?$`)
+	gdlGorRE  = lazyre.New(`^goroutine (\d+) \[([^\]]*)\]:$`)
 )
 
 // sniffGoDeadlock: the header is go-deadlock's alone; it outweighs the

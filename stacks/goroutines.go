@@ -3,10 +3,11 @@ package stacks
 import (
 	"fmt"
 	"io"
-	"regexp"
 	"strconv"
 	"strings"
 	"unsafe"
+
+	"github.com/hangdoc/hangdoc/internal/lazyre"
 )
 
 // ParseGoroutines reads a Go goroutine dump into a snapshot: what a Go
@@ -769,7 +770,7 @@ func (p *goParser) endProcess() {
 const GoLeakMessage = "goleak: found unexpected goroutines"
 
 // goleakRE is goleak's line before each goroutine it reports.
-var goleakRE = regexp.MustCompile(`^Goroutine \d+ in state [^,]+, with .+ on top of the stack:$`)
+var goleakRE = lazyre.New(`^Goroutine \d+ in state [^,]+, with .+ on top of the stack:$`)
 
 func (p *goParser) message(t string) {
 	if p.proc == nil {

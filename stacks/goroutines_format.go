@@ -1,14 +1,15 @@
 package stacks
 
 import (
-	"regexp"
 	"strings"
+
+	"github.com/hangdoc/hangdoc/internal/lazyre"
 )
 
 var (
-	goHeaderRE    = regexp.MustCompile(`goroutine \d+ (?:gp=0x[0-9a-f]+ m=(?:\d+|nil) (?:mp=0x[0-9a-f]+ )?)?\[[^\]\n]{1,200}\]:`)
-	goCreatedByRE = regexp.MustCompile(`(?m)^[ \t>]*created by \S`)
-	goLocationRE  = regexp.MustCompile(`\.(?:go|s):\d+ \+0x[0-9a-f]+`)
+	goHeaderRE    = lazyre.New(`goroutine \d+ (?:gp=0x[0-9a-f]+ m=(?:\d+|nil) (?:mp=0x[0-9a-f]+ )?)?\[[^\]\n]{1,200}\]:`)
+	goCreatedByRE = lazyre.New(`(?m)^[ \t>]*created by \S`)
+	goLocationRE  = lazyre.New(`\.(?:go|s):\d+ \+0x[0-9a-f]+`)
 )
 
 func init() {

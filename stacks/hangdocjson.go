@@ -6,8 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"strings"
+
+	"github.com/hangdoc/hangdoc/internal/lazyre"
 )
 
 // hangdoc's own JSON (`hangdoc attach --format json`, report.JSON):
@@ -30,8 +31,8 @@ func init() {
 }
 
 var (
-	hdSchemaRE = regexp.MustCompile(`"(?i:schema)"\s*:\s*"(hangdoc/[^"]*)"`)
-	hdObjectRE = regexp.MustCompile(`(?m)^[ \t>]*\{\s*$|^\s*\{\s*"`)
+	hdSchemaRE = lazyre.New(`"(?i:schema)"\s*:\s*"(hangdoc/[^"]*)"`)
+	hdObjectRE = lazyre.New(`(?m)^[ \t>]*\{\s*$|^\s*\{\s*"`)
 )
 
 func sniffHangdocJSON(head []byte) int {

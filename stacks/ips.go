@@ -4,9 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/hangdoc/hangdoc/internal/lazyre"
 )
 
 // macOS's .ips reports (macOS 12 and later, iOS 15): a JSON header line
@@ -32,11 +33,11 @@ func init() {
 const jsonStr = `"(?:[^"\\]|\\.)*"`
 
 var (
-	ipsSniffRE  = regexp.MustCompile(`"imageOffset":\d+|"symbolLocation":\d+|"bug_type":"\d+"`)
-	ipsThreadRE = regexp.MustCompile(`\{(?:"triggered":true,)?"id":(\d+)`)
-	ipsFrameRE  = regexp.MustCompile(`\{"imageOffset":(\d+)(?:,"symbol":(` + jsonStr + `))?(?:,"symbolLocation":(\d+))?(?:,"sourceLine":(\d+))?(?:,"sourceFile":(` + jsonStr + `))?,"imageIndex":(\d+)\}`)
-	ipsFieldRE  = regexp.MustCompile(`"(name|queue|procPath|pid|usedImages)":(` + jsonStr + `|\d+|\[)`)
-	ipsImageRE  = regexp.MustCompile(`\{"source":"\w+",(?:"arch":` + jsonStr + `,)?"base":\d+,[^{}]*?"name":(` + jsonStr + `)`)
+	ipsSniffRE  = lazyre.New(`"imageOffset":\d+|"symbolLocation":\d+|"bug_type":"\d+"`)
+	ipsThreadRE = lazyre.New(`\{(?:"triggered":true,)?"id":(\d+)`)
+	ipsFrameRE  = lazyre.New(`\{"imageOffset":(\d+)(?:,"symbol":(` + jsonStr + `))?(?:,"symbolLocation":(\d+))?(?:,"sourceLine":(\d+))?(?:,"sourceFile":(` + jsonStr + `))?,"imageIndex":(\d+)\}`)
+	ipsFieldRE  = lazyre.New(`"(name|queue|procPath|pid|usedImages)":(` + jsonStr + `|\d+|\[)`)
+	ipsImageRE  = lazyre.New(`\{"source":"\w+",(?:"arch":` + jsonStr + `,)?"base":\d+,[^{}]*?"name":(` + jsonStr + `)`)
 )
 
 // ipsWindow bounds the joined text kept between scans.
@@ -96,7 +97,7 @@ func (p *ipsParser) line(l textLine) {
 // of nothing, drops it).
 func (p *ipsParser) scan(final bool) {
 	s := p.buf
-	res := []*regexp.Regexp{ipsThreadRE, ipsFrameRE, ipsFieldRE, ipsImageRE}
+	res := []*lazyre.RE{ipsThreadRE, ipsFrameRE, ipsFieldRE, ipsImageRE}
 	// each pattern's next match at or after done (absolute offsets), so
 	// that the text is searched once per pattern, not once per object
 	next := make([][]int, len(res))

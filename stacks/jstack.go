@@ -4,10 +4,11 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/hangdoc/hangdoc/internal/lazyre"
 )
 
 // Java thread dumps: jstack PID (and jstack -l), jcmd PID Thread.print,
@@ -39,20 +40,20 @@ func init() {
 }
 
 var (
-	jHeaderRE    = regexp.MustCompile(`^"(.*)"(?: #(\d+))?(?: daemon)? (?:prio=\d+ )?(?:os_prio=-?\d+ )?.*?(?:tid=(0x[0-9a-fA-F]+|\d+) )?nid=(0x[0-9a-fA-F]+|\d+|NA)(?:\s+(.*?))?\s*(?:\[0x[0-9a-fA-F]+\])?$`)
-	jAtRE        = regexp.MustCompile(`^at (\S+?)\((.*)\)$`)
-	jLockRE      = regexp.MustCompile(`^- (waiting to lock|locked|waiting on|parking to wait for|eliminated|waiting to re-lock in wait\(\))\s+<(0x[0-9a-fA-F]+)> \(a ([^)]+)\)`)
-	jClassInitRE = regexp.MustCompile(`^- waiting on the Class initialization monitor for (\S+)`)
-	jOwnableRE   = regexp.MustCompile(`^- <(0x[0-9a-fA-F]+)> \(a ([^)]+)\)`)
-	jSumThreadRE = regexp.MustCompile(`^"(.*)":$`)
-	jSumWaitRE   = regexp.MustCompile(`^(?:waiting to lock (?:monitor|Monitor@)\s*(?:0x)?[0-9a-fA-F]+ \((?:object |Object@)(0x[0-9a-fA-F]+), a ([^)]+)\)|waiting for ownable synchronizer (0x[0-9a-fA-F]+), \(a ([^)]+)\))`)
-	jHeldByRE    = regexp.MustCompile(`^which is held by "(.*)"`)
+	jHeaderRE    = lazyre.New(`^"(.*)"(?: #(\d+))?(?: daemon)? (?:prio=\d+ )?(?:os_prio=-?\d+ )?.*?(?:tid=(0x[0-9a-fA-F]+|\d+) )?nid=(0x[0-9a-fA-F]+|\d+|NA)(?:\s+(.*?))?\s*(?:\[0x[0-9a-fA-F]+\])?$`)
+	jAtRE        = lazyre.New(`^at (\S+?)\((.*)\)$`)
+	jLockRE      = lazyre.New(`^- (waiting to lock|locked|waiting on|parking to wait for|eliminated|waiting to re-lock in wait\(\))\s+<(0x[0-9a-fA-F]+)> \(a ([^)]+)\)`)
+	jClassInitRE = lazyre.New(`^- waiting on the Class initialization monitor for (\S+)`)
+	jOwnableRE   = lazyre.New(`^- <(0x[0-9a-fA-F]+)> \(a ([^)]+)\)`)
+	jSumThreadRE = lazyre.New(`^"(.*)":$`)
+	jSumWaitRE   = lazyre.New(`^(?:waiting to lock (?:monitor|Monitor@)\s*(?:0x)?[0-9a-fA-F]+ \((?:object |Object@)(0x[0-9a-fA-F]+), a ([^)]+)\)|waiting for ownable synchronizer (0x[0-9a-fA-F]+), \(a ([^)]+)\))`)
+	jHeldByRE    = lazyre.New(`^which is held by "(.*)"`)
 	// IntelliJ's "waiting for GstBus@1407 to release lock on <0x5b9> (a X)"
-	jIdeaWaitRE = regexp.MustCompile(`^waiting for (\S+) to release lock on <(0x[0-9a-fA-F]+)> \(a ([^)]+)\)`)
-	jPidRE      = regexp.MustCompile(`^\d+:$`)
-	jHeadingRE  = regexp.MustCompile(`^(?:Found (?:one|a total of \d+) Java-level deadlocks?|Java stack information for the threads listed above)`)
-	jDateRE     = regexp.MustCompile(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$`)
-	jSniffRE    = regexp.MustCompile(`(?m)^[\s>]*"[^"\n]*"(?: #\d+)?(?: daemon)? .*\bnid=|java\.lang\.Thread\.State: |^[\s>]*(?:# )?Found (?:one|\d+) Java-level deadlock|^[\s>]*- (?:waiting to lock|locked|parking to wait for) +<0x`)
+	jIdeaWaitRE = lazyre.New(`^waiting for (\S+) to release lock on <(0x[0-9a-fA-F]+)> \(a ([^)]+)\)`)
+	jPidRE      = lazyre.New(`^\d+:$`)
+	jHeadingRE  = lazyre.New(`^(?:Found (?:one|a total of \d+) Java-level deadlocks?|Java stack information for the threads listed above)`)
+	jDateRE     = lazyre.New(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$`)
+	jSniffRE    = lazyre.New(`(?m)^[\s>]*"[^"\n]*"(?: #\d+)?(?: daemon)? .*\bnid=|java\.lang\.Thread\.State: |^[\s>]*(?:# )?Found (?:one|\d+) Java-level deadlock|^[\s>]*- (?:waiting to lock|locked|parking to wait for) +<0x`)
 )
 
 func sniffJstack(head []byte) int {

@@ -4,8 +4,9 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"regexp"
 	"strings"
+
+	"github.com/hangdoc/hangdoc/internal/lazyre"
 )
 
 // Pasted dumps arrive through terminals, CI logs, bug trackers and
@@ -27,9 +28,9 @@ type textLine struct {
 }
 
 var (
-	ansiRE      = regexp.MustCompile(`\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])`)
-	timestampRE = regexp.MustCompile(`^\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)? ?`)
-	quoteRE     = regexp.MustCompile(`^[ \t]{0,3}>[ \t]?`)
+	ansiRE      = lazyre.New(`\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])`)
+	timestampRE = lazyre.New(`^\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)? ?`)
+	quoteRE     = lazyre.New(`^[ \t]{0,3}>[ \t]?`)
 )
 
 func cleanLine(no int, s string, cut bool) textLine {

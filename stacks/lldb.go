@@ -3,9 +3,10 @@ package stacks
 import (
 	"fmt"
 	"io"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/hangdoc/hangdoc/internal/lazyre"
 )
 
 // ParseLLDB reads lldb backtrace text — the output of `bt all`,
@@ -83,12 +84,12 @@ type lldbParser struct {
 }
 
 var (
-	lldbProcessRE = regexp.MustCompile(`^Process (\d+) (?:stopped|detached|resuming|exited|launched|attached|running|is running|interrupted)\b`)
-	lldbAttachRE  = regexp.MustCompile(`^\(lldb\)\s+(?:process attach|attach)\b.*?(?:--pid|-p)\s+(\d+)`)
-	lldbExeRE     = regexp.MustCompile(`^(?:Executable module set to "(.+)"\.?|Current executable set to '(.+)' \([^()]*\)\.?|\(lldb\) target create "([^"]+)"(?: --core "[^"]+")?)$`)
-	lldbTidRE     = regexp.MustCompile(`\btid = (0x[0-9a-fA-F]+|\d+)`)
-	lldbCommandRE = regexp.MustCompile(`^[$#] +(?:sudo +)?(?:\S*/)?lldb(?:-\d+)?(?: (?:.*? )?(?:-p|--attach-pid) +(\d+)\b.*| .*)?$`)
-	lldbSourceRE  = regexp.MustCompile(`^(?:-> +)?\d+ *\t|^-> +\d+`)
+	lldbProcessRE = lazyre.New(`^Process (\d+) (?:stopped|detached|resuming|exited|launched|attached|running|is running|interrupted)\b`)
+	lldbAttachRE  = lazyre.New(`^\(lldb\)\s+(?:process attach|attach)\b.*?(?:--pid|-p)\s+(\d+)`)
+	lldbExeRE     = lazyre.New(`^(?:Executable module set to "(.+)"\.?|Current executable set to '(.+)' \([^()]*\)\.?|\(lldb\) target create "([^"]+)"(?: --core "[^"]+")?)$`)
+	lldbTidRE     = lazyre.New(`\btid = (0x[0-9a-fA-F]+|\d+)`)
+	lldbCommandRE = lazyre.New(`^[$#] +(?:sudo +)?(?:\S*/)?lldb(?:-\d+)?(?: (?:.*? )?(?:-p|--attach-pid) +(\d+)\b.*| .*)?$`)
+	lldbSourceRE  = lazyre.New(`^(?:-> +)?\d+ *\t|^-> +\d+`)
 )
 
 var lldbNoise = []string{

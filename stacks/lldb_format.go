@@ -1,10 +1,10 @@
 package stacks
 
-import "regexp"
+import "github.com/hangdoc/hangdoc/internal/lazyre"
 
 var (
-	lldbFrameRE  = regexp.MustCompile(`(?m)^[ \t>]*(?:\* +)?frame #\d+: 0x[0-9a-fA-F]+\b`)
-	lldbThreadRE = regexp.MustCompile(`(?m)^[ \t>]*(?:\* +)?thread #\d+(?:, (?:name|queue|tid|stop reason) = |: tid = )`)
+	lldbFrameRE  = lazyre.New(`(?m)^[ \t>]*(?:\* +)?frame #\d+: 0x[0-9a-fA-F]+\b`)
+	lldbThreadRE = lazyre.New(`(?m)^[ \t>]*(?:\* +)?thread #\d+(?:, (?:name|queue|tid|stop reason) = |: tid = )`)
 )
 
 func init() {

@@ -4,10 +4,11 @@ import (
 	"fmt"
 	"io"
 	"path"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hangdoc/hangdoc/internal/lazyre"
 )
 
 // macOS has two samplers whose reports people paste: sample(1) (also
@@ -70,28 +71,28 @@ func init() {
 }
 
 var (
-	sampleSniffRE  = regexp.MustCompile(sniffPrefix + `Analysis of sampling .* \(pid \d+\)`)
-	sampleSniffThr = regexp.MustCompile(sniffPrefix + `\d+ Thread_\d+`)
-	sampleSniffFrm = regexp.MustCompile(`\(in [^()\n]+\) \+ \d+ +\[0x[0-9a-f]+\]`)
-	sampleSniffCG  = regexp.MustCompile(sniffPrefix + `Call graph:\s*$`)
-	spinSniffThr   = regexp.MustCompile(sniffPrefix + `Thread 0x[0-9a-f]+ +.*\d+ samples? \(\d+-\d+\)`)
-	spinSniffFrm   = regexp.MustCompile(sniffPrefix + `\*?\d+ +\S.* \([^()\n]*(?: \+ \d+)?\) \[0x[0-9a-f]+\]`)
-	spinSniffHdr   = regexp.MustCompile(sniffPrefix + `(?:Heaviest stack for the main thread|Data Source: +Stackshots|Steps: +\d+)`)
+	sampleSniffRE  = lazyre.New(sniffPrefix + `Analysis of sampling .* \(pid \d+\)`)
+	sampleSniffThr = lazyre.New(sniffPrefix + `\d+ Thread_\d+`)
+	sampleSniffFrm = lazyre.New(`\(in [^()\n]+\) \+ \d+ +\[0x[0-9a-f]+\]`)
+	sampleSniffCG  = lazyre.New(sniffPrefix + `Call graph:\s*$`)
+	spinSniffThr   = lazyre.New(sniffPrefix + `Thread 0x[0-9a-f]+ +.*\d+ samples? \(\d+-\d+\)`)
+	spinSniffFrm   = lazyre.New(sniffPrefix + `\*?\d+ +\S.* \([^()\n]*(?: \+ \d+)?\) \[0x[0-9a-f]+\]`)
+	spinSniffHdr   = lazyre.New(sniffPrefix + `(?:Heaviest stack for the main thread|Data Source: +Stackshots|Steps: +\d+)`)
 
-	sampleAnalysisRE = regexp.MustCompile(`^Analysis of sampling (.*) \(pid (\d+)\) every (\d+) millisecond`)
-	sampleThreadRE   = regexp.MustCompile(`^Thread_(\d+)(.*)$`)
-	sampleQueueRE    = regexp.MustCompile(`DispatchQueue_\d+: (.*?)(?:\s+\((?:serial|concurrent)\))?$`)
-	macKeyRE         = regexp.MustCompile(`^([A-Z][A-Za-z0-9 /()._-]{0,40}):(?:\s+(.*))?$`)
-	macNamePidRE     = regexp.MustCompile(`^(.*?) *\[(\d+)\]`)
-	spinThreadRE     = regexp.MustCompile(`^Thread (0x[0-9a-fA-F]+)\b(.*)$`)
-	spinTNameRE      = regexp.MustCompile(`Thread name "(.*?)"`)
-	spinQueueRE      = regexp.MustCompile(`DispatchQueue "(.*?)"\(\d+\)`)
-	spinSamplesRE    = regexp.MustCompile(`(\d+) samples? \((\d+)-(\d+)\)`)
-	spinCPURE        = regexp.MustCompile(`cpu time (\d+(?:\.\d+)?)s`)
-	spinStepsRE      = regexp.MustCompile(`\((\d+(?:\.\d+)?)\s*ms sampling interval\)`)
-	macImageRE       = regexp.MustCompile(`^\*?(0x[0-9a-fA-F]+)\s*-\s*(0x[0-9a-fA-F]+|\?\?\?)\s+\+?(.*?)\s*<([0-9A-Fa-f-]{8,})>\s*(.*)$`)
-	turnstileRE      = regexp.MustCompile(`waiting for (?:(this thread)|(.+?) \[(\d+)\](?: \[unique pid \d+\])?(?: thread (0x[0-9a-fA-F]+))?)`)
-	sourceLocRE      = regexp.MustCompile(`^(.+?):(\d+)(?:,\d+)?$`)
+	sampleAnalysisRE = lazyre.New(`^Analysis of sampling (.*) \(pid (\d+)\) every (\d+) millisecond`)
+	sampleThreadRE   = lazyre.New(`^Thread_(\d+)(.*)$`)
+	sampleQueueRE    = lazyre.New(`DispatchQueue_\d+: (.*?)(?:\s+\((?:serial|concurrent)\))?$`)
+	macKeyRE         = lazyre.New(`^([A-Z][A-Za-z0-9 /()._-]{0,40}):(?:\s+(.*))?$`)
+	macNamePidRE     = lazyre.New(`^(.*?) *\[(\d+)\]`)
+	spinThreadRE     = lazyre.New(`^Thread (0x[0-9a-fA-F]+)\b(.*)$`)
+	spinTNameRE      = lazyre.New(`Thread name "(.*?)"`)
+	spinQueueRE      = lazyre.New(`DispatchQueue "(.*?)"\(\d+\)`)
+	spinSamplesRE    = lazyre.New(`(\d+) samples? \((\d+)-(\d+)\)`)
+	spinCPURE        = lazyre.New(`cpu time (\d+(?:\.\d+)?)s`)
+	spinStepsRE      = lazyre.New(`\((\d+(?:\.\d+)?)\s*ms sampling interval\)`)
+	macImageRE       = lazyre.New(`^\*?(0x[0-9a-fA-F]+)\s*-\s*(0x[0-9a-fA-F]+|\?\?\?)\s+\+?(.*?)\s*<([0-9A-Fa-f-]{8,})>\s*(.*)$`)
+	turnstileRE      = lazyre.New(`waiting for (?:(this thread)|(.+?) \[(\d+)\](?: \[unique pid \d+\])?(?: thread (0x[0-9a-fA-F]+))?)`)
+	sourceLocRE      = lazyre.New(`^(.+?):(\d+)(?:,\d+)?$`)
 )
 
 func sniffSample(head []byte) int {

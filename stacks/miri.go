@@ -2,10 +2,11 @@ package stacks
 
 import (
 	"io"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/hangdoc/hangdoc/internal/lazyre"
 )
 
 // Miri's deadlock report (rust-lang/miri, src/diagnostics.rs). When every
@@ -34,12 +35,12 @@ func init() {
 }
 
 var (
-	miriErrorRE = regexp.MustCompile(`(?m)^[\s>]*error: (?:deadlock: )?the evaluated program deadlocked`)
+	miriErrorRE = lazyre.New(`(?m)^[\s>]*error: (?:deadlock: )?the evaluated program deadlocked`)
 	// "= note: inside `f` at src/main.rs:4:5: 4:20", "note: inside `main`",
 	// "= note: inside closure at …", "= note: inside `<T as Drop>::drop` at …"
-	miriFrameRE = regexp.MustCompile("^(?:= )?note: inside (?:`([^`]*)`?|(closure))(?: at (\\S+?):(\\d+):\\d+(?:: \\d+:\\d+)?)?$")
+	miriFrameRE = lazyre.New("^(?:= )?note: inside (?:`([^`]*)`?|(closure))(?: at (\\S+?):(\\d+):\\d+(?:: \\d+:\\d+)?)?$")
 	// "= note: BACKTRACE:", "= note: BACKTRACE on thread `worker`:"
-	miriTraceRE = regexp.MustCompile("^(?:= )?note: BACKTRACE(?: on thread `([^`]*)`)?:$")
+	miriTraceRE = lazyre.New("^(?:= )?note: BACKTRACE(?: on thread `([^`]*)`)?:$")
 )
 
 func sniffMiri(head []byte) int { return 100 * len(miriErrorRE.FindAllIndex(sniffText(head), 10)) }

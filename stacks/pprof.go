@@ -3,9 +3,10 @@ package stacks
 import (
 	"fmt"
 	"io"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/hangdoc/hangdoc/internal/lazyre"
 )
 
 // Go's goroutine profile at debug=1, what /debug/pprof/goroutine?debug=1
@@ -27,11 +28,11 @@ func init() {
 }
 
 var (
-	ppTotalRE    = regexp.MustCompile(`^goroutine profile: total (\d+)$`)
-	ppRecordRE   = regexp.MustCompile(`^(\d+) @((?: 0x[0-9a-fA-F]+)+)$`)
-	ppFrameRE    = regexp.MustCompile(`^#\s+0x([0-9a-fA-F]+)\s+(\S+?)(?:\+0x[0-9a-fA-F]+)?\s+(\S.*?):(\d+)$`)
-	ppCutFrameRE = regexp.MustCompile(`^#\s+0x([0-9a-fA-F]+)\s+(\S+?)\+0x[0-9a-fA-F]+\s+\S*$`)
-	ppSniffRE    = regexp.MustCompile(`(?m)^[\s>]*goroutine profile: total \d+|^[\s>]*\d+ @ 0x[0-9a-f]+|^[\s>]*#\s+0x[0-9a-f]+\s+\S+\+0x[0-9a-f]+\s`)
+	ppTotalRE    = lazyre.New(`^goroutine profile: total (\d+)$`)
+	ppRecordRE   = lazyre.New(`^(\d+) @((?: 0x[0-9a-fA-F]+)+)$`)
+	ppFrameRE    = lazyre.New(`^#\s+0x([0-9a-fA-F]+)\s+(\S+?)(?:\+0x[0-9a-fA-F]+)?\s+(\S.*?):(\d+)$`)
+	ppCutFrameRE = lazyre.New(`^#\s+0x([0-9a-fA-F]+)\s+(\S+?)\+0x[0-9a-fA-F]+\s+\S*$`)
+	ppSniffRE    = lazyre.New(`(?m)^[\s>]*goroutine profile: total \d+|^[\s>]*\d+ @ 0x[0-9a-f]+|^[\s>]*#\s+0x[0-9a-f]+\s+\S+\+0x[0-9a-f]+\s`)
 )
 
 // maxProfileGoroutines bounds how many goroutines the records expand to;

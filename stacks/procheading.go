@@ -1,9 +1,10 @@
 package stacks
 
 import (
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/hangdoc/hangdoc/internal/lazyre"
 )
 
 // A person pasting the dumps of several processes names each above its
@@ -17,7 +18,7 @@ var headingWords = []string{"child process", "parent process", "subprocess", "pr
 
 // headingRestRE is what follows the word: the pid, perhaps a name in
 // parentheses, perhaps what the dump is ("backtrace", "stack").
-var headingRestRE = regexp.MustCompile(`(?i)^\s*(?:id\s*)?[:=#]?\s*(\d{1,9})(?:\s+\([^()]{0,80}\))?\s*(?:'s\s+)?((?:back ?trace|stack(?: ?trace)?|traceback|bt|py-bt|dump|threads?)s?)?$`)
+var headingRestRE = lazyre.New(`(?i)^\s*(?:id\s*)?[:=#]?\s*(\d{1,9})(?:\s+\([^()]{0,80}\))?\s*(?:'s\s+)?((?:back ?trace|stack(?: ?trace)?|traceback|bt|py-bt|dump|threads?)s?)?$`)
 
 // processHeading reads a heading line (trimmed) and says the pid it
 // names. A heading ends with a colon or names a dump: "Process 4711:

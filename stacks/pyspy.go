@@ -6,9 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/hangdoc/hangdoc/internal/lazyre"
 )
 
 // py-spy dump (src/dump.rs, src/stack_trace.rs in benfred/py-spy) prints,
@@ -41,19 +42,19 @@ func init() {
 }
 
 var (
-	pyProcessRE = regexp.MustCompile(`^Process (\d+): ?(.*)$`)
-	pyParentRE  = regexp.MustCompile(`^Parent Process (\d+): ?(.*)$`)
-	pyVersionRE = regexp.MustCompile(`^Python v(\d[^ ]*)(?: \((.*)\))?$`)
-	pySignalRE  = regexp.MustCompile(`^Signal (\d+): (.*)$`)
+	pyProcessRE = lazyre.New(`^Process (\d+): ?(.*)$`)
+	pyParentRE  = lazyre.New(`^Parent Process (\d+): ?(.*)$`)
+	pyVersionRE = lazyre.New(`^Python v(\d[^ ]*)(?: \((.*)\))?$`)
+	pySignalRE  = lazyre.New(`^Signal (\d+): (.*)$`)
 	// A thread header; the id may be left out by hand ("Thread (idle):
 	// "MainThread"") when the status says it is one.
-	pyThreadRE = regexp.MustCompile(`^Thread(?: (\d+|0[xX][0-9a-fA-F]+)(?: \((idle|active|active\+gil|gil)\))?| \((idle|active|active\+gil|gil)\))(?:: "(.*)")?$`)
-	pyLocalRE  = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*|\.\d+): (.*)$`)
+	pyThreadRE = lazyre.New(`^Thread(?: (\d+|0[xX][0-9a-fA-F]+)(?: \((idle|active|active\+gil|gil)\))?| \((idle|active|active\+gil|gil)\))(?:: "(.*)")?$`)
+	pyLocalRE  = lazyre.New(`^([A-Za-z_][A-Za-z0-9_]*|\.\d+): (.*)$`)
 
-	pySniffProcRE   = regexp.MustCompile(sniffPrefix + `Process \d+: .*\n(?:\d{4}-\d\d-\d\d\S* )?[ \t>]*Python v\d`)
-	pySniffThreadRE = regexp.MustCompile(sniffPrefix + `Thread(?: (?:\d+|0[xX][0-9a-fA-F]+)(?: \((?:idle|active|active\+gil|gil)\))?| \((?:idle|active|active\+gil|gil)\))(?:: ".*")?[ \t]*\r?\n[ \t>]+\S.* \([^()\n]*\)[ \t]*\r?$`)
-	pySniffJSONRE   = regexp.MustCompile(`"owns_gil"\s*:\s*(?:true|false)`)
-	pySniffJSON2RE  = regexp.MustCompile(`"(?:os_thread_id|thread_id)"\s*:`)
+	pySniffProcRE   = lazyre.New(sniffPrefix + `Process \d+: .*\n(?:\d{4}-\d\d-\d\d\S* )?[ \t>]*Python v\d`)
+	pySniffThreadRE = lazyre.New(sniffPrefix + `Thread(?: (?:\d+|0[xX][0-9a-fA-F]+)(?: \((?:idle|active|active\+gil|gil)\))?| \((?:idle|active|active\+gil|gil)\))(?:: ".*")?[ \t]*\r?\n[ \t>]+\S.* \([^()\n]*\)[ \t]*\r?$`)
+	pySniffJSONRE   = lazyre.New(`"owns_gil"\s*:\s*(?:true|false)`)
+	pySniffJSON2RE  = lazyre.New(`"(?:os_thread_id|thread_id)"\s*:`)
 )
 
 func sniffPySpy(head []byte) int {

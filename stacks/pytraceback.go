@@ -2,9 +2,10 @@ package stacks
 
 import (
 	"io"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/hangdoc/hangdoc/internal/lazyre"
 )
 
 // Python's own tracebacks, as people paste them for a stuck program:
@@ -27,14 +28,14 @@ func init() {
 }
 
 var (
-	pyTBFrameRE  = regexp.MustCompile(`^File:? "([^"]*)", line (\d+), in (.+)$`)
-	pyTBStackRE  = regexp.MustCompile(`^~+ Stack of (.+?) \((\d+)\) ~+$`)
-	pyTBThreadRE = regexp.MustCompile(`^# Thread(?:ID)?: (?:(.*?)\((\d+)\)|(\d+))$`)
-	pyTBSniffRE  = regexp.MustCompile(`(?m)^[\s>]*(?:\^C)?Traceback \(most recent call last\):|~+ Stack of .+ \(\d+\) ~+|^[\s>]*(?:\((?:C|Python)\) )?File:? "[^"\n]*", line \d+, in \S|^# Thread(?:ID)?: |^[\s>]*Traceback for thread \d+ `)
+	pyTBFrameRE  = lazyre.New(`^File:? "([^"]*)", line (\d+), in (.+)$`)
+	pyTBStackRE  = lazyre.New(`^~+ Stack of (.+?) \((\d+)\) ~+$`)
+	pyTBThreadRE = lazyre.New(`^# Thread(?:ID)?: (?:(.*?)\((\d+)\)|(\d+))$`)
+	pyTBSniffRE  = lazyre.New(`(?m)^[\s>]*(?:\^C)?Traceback \(most recent call last\):|~+ Stack of .+ \(\d+\) ~+|^[\s>]*(?:\((?:C|Python)\) )?File:? "[^"\n]*", line \d+, in \S|^# Thread(?:ID)?: |^[\s>]*Traceback for thread \d+ `)
 	// pystack (pystack remote PID, pystack core): a thread's header, and
 	// with --native its C frames: `(C) File "x.c", line 78, in f (libc.so.6)`
-	pyStackThreadRE = regexp.MustCompile(`^Traceback for thread (\d+) \((.*?)\)(?: \[[^\]]*\])* \(most recent call last\):$`)
-	pyStackCFrameRE = regexp.MustCompile(`^\(C\) File "([^"]*)", line (\d+), in (.+?) \(([^()]*)\)$`)
+	pyStackThreadRE = lazyre.New(`^Traceback for thread (\d+) \((.*?)\)(?: \[[^\]]*\])* \(most recent call last\):$`)
+	pyStackCFrameRE = lazyre.New(`^\(C\) File "([^"]*)", line (\d+), in (.+?) \(([^()]*)\)$`)
 )
 
 func sniffPyTraceback(head []byte) int {

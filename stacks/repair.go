@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"html"
 	"io"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/hangdoc/hangdoc/internal/lazyre"
 )
 
 // The repair step: one pass in front of every parser (Parse runs it) that
@@ -239,28 +240,28 @@ func (rp *repairer) take() (repLine, bool) {
 
 var (
 	// journalctl's short (syslog) and short-iso prefixes: time, host, unit[pid]:
-	journalRE     = regexp.MustCompile(`^(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?) \S+ [^\s:\[]+(?:\[\d+\])?: ?`)
-	journalMetaRE = regexp.MustCompile(`^-- (?:Logs begin at |Journal begins at |Boot [0-9a-f]+ --|No entries --|Reboot --)`)
+	journalRE     = lazyre.New(`^(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?) \S+ [^\s:\[]+(?:\[\d+\])?: ?`)
+	journalMetaRE = lazyre.New(`^-- (?:Logs begin at |Journal begins at |Boot [0-9a-f]+ --|No entries --|Reboot --)`)
 	// other time stamps that lead a log line
-	stampRE = regexp.MustCompile(`^(?:\[\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z| ?[+-]\d\d:?\d\d)?\]|\d\d:\d\d:\d\d[.,]\d+|\[\s*\d+\.\d+\]|\[\d\d:\d\d:\d\d(?:[.,]\d+)?(?: [A-Z]{2,5})?\])(?:\s+\[[\w:./-]{1,40}\](?: +|$))? ?`)
-	grepRE  = regexp.MustCompile(`^(\d+)([:-])`)
+	stampRE = lazyre.New(`^(?:\[\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z| ?[+-]\d\d:?\d\d)?\]|\d\d:\d\d:\d\d[.,]\d+|\[\s*\d+\.\d+\]|\[\d\d:\d\d:\d\d(?:[.,]\d+)?(?: [A-Z]{2,5})?\])(?:\s+\[[\w:./-]{1,40}\](?: +|$))? ?`)
+	grepRE  = lazyre.New(`^(\d+)([:-])`)
 	// a reader's mark on a line: "<-- holds the lock", "--->>> takes B", "// here"
-	annotRE      = regexp.MustCompile(`\s+(?:<-{1,}|<={1,}|←|-{2,}>+|={2,}>+|//)\s*[^\s)].*$|\s+(?:<-{2,}|←)\s*$`)
-	leadArrowRE  = regexp.MustCompile(`^(\s*)(?:-+>+|=+>+|→|>>>)\s+`)
-	spacedNumRE  = regexp.MustCompile(`^(\s*)# (\d+)  `)                                      // "# 0  syscall ()": a number kept from GitHub's issue links
-	autolinkRE   = regexp.MustCompile(` ?<https?://github\.com/[^>\s]+/(?:issues|pull)/\d+>`) // "#5 <https://github.com/o/r/issues/5>"
-	backtickRE   = regexp.MustCompile("^`([^`]+)`$")
-	goPlaceRE    = regexp.MustCompile(`^(\s*)goroutine [A-Za-z?]+ \[`)
-	logLevelRE   = regexp.MustCompile(`^\s*(?:ERROR|WARN|WARNING|INFO|DEBUG|TRACE)\s+[\w:.-]*\s*\| ?`)
-	emptyFrameRE = regexp.MustCompile(`^\s*#\d+\s*$`)
-	abridgeRE    = regexp.MustCompile(`^(?:\.{3}|…|\[(?:\.{3}|…)\]|\((?:\.{3}|…)\)|<(?:\.{3}|…)>|[<\[]?snip(?:ped)?[>\]]?|\(?(?:\.{3}|…)?\s*\d+ more(?: frames?)?\)?|\[?\(?\d+ (?:more )?(?:frames?|lines?) (?:omitted|elided|skipped|removed|hidden)\)?\]?)$`)
-	htmlTagRE    = regexp.MustCompile(`^</?(?:details|summary|pre|code|p|br|blockquote|div)(?:\s[^<>]*)?/?>`)
-	chainSepRE   = regexp.MustCompile(`\s*(?:->|→|<-|←)\s*`)
-	chainFuncRE  = regexp.MustCompile(`^[A-Za-z_][\w:.~<>$()*\[\]]*(?:\+0x[0-9a-f]+)?$`)
-	wrapStartRE  = regexp.MustCompile(`^(?:#\d+\s|\d+\s{2,}\S|Thread |thread #|\* thread|frame #|goroutine \d|File "|PID |TID |Process \d|created by |Traceback|##\[|Current thread|\d+ @ 0x|0x[0-9a-fA-F]+ is in |---|===|\[|\{|\}|"|</?[a-z])`)
-	hexTailRE    = regexp.MustCompile(`0x[0-9a-fA-F]*$`) // an address cut in two
-	hexHeadRE    = regexp.MustCompile(`^[0-9a-fA-F]+(?:\s|$)`)
-	wrapFrameRE  = regexp.MustCompile(`^\s*(?:#\d+\s|\* frame #|frame #|File "|at )|\.go:\d+|\.(?:c|cc|cpp|h|py|rs):\d|0x[0-9a-f]{6,}`)
+	annotRE      = lazyre.New(`\s+(?:<-{1,}|<={1,}|←|-{2,}>+|={2,}>+|//)\s*[^\s)].*$|\s+(?:<-{2,}|←)\s*$`)
+	leadArrowRE  = lazyre.New(`^(\s*)(?:-+>+|=+>+|→|>>>)\s+`)
+	spacedNumRE  = lazyre.New(`^(\s*)# (\d+)  `)                                      // "# 0  syscall ()": a number kept from GitHub's issue links
+	autolinkRE   = lazyre.New(` ?<https?://github\.com/[^>\s]+/(?:issues|pull)/\d+>`) // "#5 <https://github.com/o/r/issues/5>"
+	backtickRE   = lazyre.New("^`([^`]+)`$")
+	goPlaceRE    = lazyre.New(`^(\s*)goroutine [A-Za-z?]+ \[`)
+	logLevelRE   = lazyre.New(`^\s*(?:ERROR|WARN|WARNING|INFO|DEBUG|TRACE)\s+[\w:.-]*\s*\| ?`)
+	emptyFrameRE = lazyre.New(`^\s*#\d+\s*$`)
+	abridgeRE    = lazyre.New(`^(?:\.{3}|…|\[(?:\.{3}|…)\]|\((?:\.{3}|…)\)|<(?:\.{3}|…)>|[<\[]?snip(?:ped)?[>\]]?|\(?(?:\.{3}|…)?\s*\d+ more(?: frames?)?\)?|\[?\(?\d+ (?:more )?(?:frames?|lines?) (?:omitted|elided|skipped|removed|hidden)\)?\]?)$`)
+	htmlTagRE    = lazyre.New(`^</?(?:details|summary|pre|code|p|br|blockquote|div)(?:\s[^<>]*)?/?>`)
+	chainSepRE   = lazyre.New(`\s*(?:->|→|<-|←)\s*`)
+	chainFuncRE  = lazyre.New(`^[A-Za-z_][\w:.~<>$()*\[\]]*(?:\+0x[0-9a-f]+)?$`)
+	wrapStartRE  = lazyre.New(`^(?:#\d+\s|\d+\s{2,}\S|Thread |thread #|\* thread|frame #|goroutine \d|File "|PID |TID |Process \d|created by |Traceback|##\[|Current thread|\d+ @ 0x|0x[0-9a-fA-F]+ is in |---|===|\[|\{|\}|"|</?[a-z])`)
+	hexTailRE    = lazyre.New(`0x[0-9a-fA-F]*$`) // an address cut in two
+	hexHeadRE    = lazyre.New(`^[0-9a-fA-F]+(?:\s|$)`)
+	wrapFrameRE  = lazyre.New(`^\s*(?:#\d+\s|\* frame #|frame #|File "|at )|\.go:\d+|\.(?:c|cc|cpp|h|py|rs):\d|0x[0-9a-f]{6,}`)
 )
 
 // clean removes what comes before the dump's own text on a line: CR,

@@ -2,8 +2,9 @@ package stacks
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
+
+	"github.com/hangdoc/hangdoc/internal/lazyre"
 )
 
 // A person's call chain of one numbered thread, outermost call first,
@@ -23,9 +24,9 @@ const (
 )
 
 var (
-	threadChainRE = regexp.MustCompile(`^[Tt]hread (\d{1,6})\s*(?:->|→)\s*(\S.*)$`)
-	chainStepRE   = regexp.MustCompile(`^([A-Za-z_][\w:.~$]*)(?:\(\))?(?:\s+(\S.*))?$`)
-	fwdArrowRE    = regexp.MustCompile(`\s*(?:->|→)\s*`)
+	threadChainRE = lazyre.New(`^[Tt]hread (\d{1,6})\s*(?:->|→)\s*(\S.*)$`)
+	chainStepRE   = lazyre.New(`^([A-Za-z_][\w:.~$]*)(?:\(\))?(?:\s+(\S.*))?$`)
+	fwdArrowRE    = lazyre.New(`\s*(?:->|→)\s*`)
 )
 
 // maxChainLines bounds the lines one numbered chain may span.

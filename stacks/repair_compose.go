@@ -1,8 +1,9 @@
 package stacks
 
 import (
-	"regexp"
 	"strings"
+
+	"github.com/hangdoc/hangdoc/internal/lazyre"
 )
 
 // docker compose puts its service's name before each line a container
@@ -14,7 +15,7 @@ import (
 // composeRE is the prefix: a container name ending in its replica
 // number, blanks, the bar, and the blank after it (absent on an empty
 // line, where the log's own blanks are trimmed).
-var composeRE = regexp.MustCompile(`^[A-Za-z0-9][\w.-]{0,62}[_-]\d{1,4} +\|(?: |$)`)
+var composeRE = lazyre.New(`^[A-Za-z0-9][\w.-]{0,62}[_-]\d{1,4} +\|(?: |$)`)
 
 // composePrefix removes docker compose's service prefix from s.
 func (rp *repairer) composePrefix(no int, s string) string {

@@ -1,9 +1,10 @@
 package stacks
 
 import (
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/hangdoc/hangdoc/internal/lazyre"
 )
 
 // Where one dump of a format ends and the next of the same format begins
@@ -268,7 +269,7 @@ func lwpOf(s string) string {
 }
 
 // shellDeathRE is a shell's line for a process a signal killed.
-var shellDeathRE = regexp.MustCompile(`^(?:Aborted|Segmentation fault|Bus error|Illegal instruction|Floating point exception|Killed|Quit|Trace/breakpoint trap)(?: \(core dumped\))?$`)
+var shellDeathRE = lazyre.New(`^(?:Aborted|Segmentation fault|Bus error|Illegal instruction|Floating point exception|Killed|Quit|Trace/breakpoint trap)(?: \(core dumped\))?$`)
 
 // fhLayoutAhead: faulthandler's header t comes right under a frame, and
 // the paste has shown no blank line between threads yet (a dump of one

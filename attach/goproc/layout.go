@@ -1,9 +1,10 @@
 package goproc
 
 import (
-	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/hangdoc/hangdoc/internal/lazyre"
 )
 
 // layout is where a Go release's runtime keeps what a goroutine read
@@ -71,7 +72,7 @@ func release(version string) string {
 	return releaseRE.FindString(version)
 }
 
-var releaseRE = regexp.MustCompile(`^go1\.\d+`)
+var releaseRE = lazyre.New(`^go1\.\d+`)
 
 // layoutFor is the layout of the runtime of a Go version.
 func layoutFor(version string) (*layout, bool) {

@@ -2,8 +2,9 @@ package python
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
+
+	"github.com/hangdoc/hangdoc/internal/lazyre"
 )
 
 // Version is a CPython PY_VERSION_HEX: 0x030B02F0 is 3.11.2 final.
@@ -35,7 +36,7 @@ func MakeVersion(major, minor, micro int) Version {
 
 // versionInName finds "3.11" in "python3.11", "libpython3.12.so.1.0",
 // "libpython3.13d.so".
-var versionInName = regexp.MustCompile(`python(\d)\.(\d+)`)
+var versionInName = lazyre.New(`python(\d)\.(\d+)`)
 
 // VersionFromName reads the major and minor version from an interpreter
 // or libpython file name; ok is false when the name has none.
