@@ -42,7 +42,7 @@ type analysis struct {
 	// facts are each thread's facts, results each detector's findings,
 	// computed once (facts.go).
 	facts   map[*stacks.Thread]*threadFact
-	shared  map[factKey]*threadFact
+	shared  factMemo[*threadFact]
 	results map[string]any
 	// lockWaiters are stuckLockWaiters' answers by process.
 	lockWaiters map[*stacks.Process][]ThreadRef

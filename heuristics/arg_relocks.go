@@ -42,7 +42,7 @@ func detectArgRelocks(a *analysis) []argRelock {
 		r  argRelock
 		ok bool
 	}
-	memo := map[factKey]found{}
+	memo := factMemo[found]{}
 	for p, t := range a.liveThreads() {
 		f := perStack(memo, t, func() found {
 			if signalFrame(t.Stack) >= 0 {

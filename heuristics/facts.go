@@ -52,7 +52,7 @@ func sharedKey(t *stacks.Thread) (factKey, bool) {
 func (a *analysis) fact(t *stacks.Thread) *threadFact {
 	key, shared := sharedKey(t)
 	if shared {
-		if f := a.shared[key]; f != nil {
+		if f, ok := a.shared.get(key); ok {
 			return f
 		}
 	} else if f := a.facts[t]; f != nil {
@@ -62,13 +62,38 @@ func (a *analysis) fact(t *stacks.Thread) *threadFact {
 	f := &threadFact{class: class, caller: caller}
 	if shared {
 		if a.shared == nil {
-			a.shared = map[factKey]*threadFact{}
+			a.shared = factMemo[*threadFact]{}
 		}
-		a.shared[key] = f
+		a.shared.put(key, f)
 	} else {
 		a.facts[t] = f
 	}
 	return f
+}
+
+// factMemo holds a value per factKey, found by the stack's identity
+// first and then in the short list of the states and statuses its
+// threads show: hashing the key's two strings for each lookup, a few
+// for every one of 100,000 threads, was a tenth of the heuristics.
+type factMemo[V any] map[stackID][]factEntry[V]
+
+type factEntry[V any] struct {
+	key factKey
+	v   V
+}
+
+func (m factMemo[V]) get(k factKey) (V, bool) {
+	for _, e := range m[k.stack] {
+		if e.key == k {
+			return e.v, true
+		}
+	}
+	var zero V
+	return zero, false
+}
+
+func (m factMemo[V]) put(k factKey, v V) {
+	m[k.stack] = append(m[k.stack], factEntry[V]{k, v})
 }
 
 // perStack returns what f, a reading of t's stack and wait alone, says
@@ -76,12 +101,17 @@ func (a *analysis) fact(t *stacks.Thread) *threadFact {
 // that show no returned calls, so a detector's loop over 100,000
 // goroutines reads each distinct stack once. What f returns is copied
 // to every thread alike: it must not name t.
-func perStack[V any](memo map[factKey]V, t *stacks.Thread, f func() V) V {
+func perStack[V any](memo factMemo[V], t *stacks.Thread, f func() V) V {
 	k, ok := sharedKey(t)
 	if !ok || len(t.Returned) > 0 {
 		return f()
 	}
-	return memoized(memo, k, f)
+	if v, ok := memo.get(k); ok {
+		return v
+	}
+	v := f()
+	memo.put(k, v)
+	return v
 }
 
 // stackID is a stack's identity: the parser shares one []Frame among

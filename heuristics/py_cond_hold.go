@@ -65,7 +65,7 @@ func detectPyCondHolds(a *analysis) []pyCondHold {
 		}
 		c := pyCondHold{p: p}
 		ok := true
-		timed := map[factKey]bool{}
+		timed := factMemo[bool]{}
 		for _, t := range distinctThreads(p) {
 			if a.running(t) {
 				ok = false // it may release the lock

@@ -56,7 +56,7 @@ func detectReentries(a *analysis) []reentry {
 		sig, below, caller int
 		byName, ok         bool
 	}
-	memo := map[factKey]split{} // a dump's 100,000 threads show a few stacks
+	memo := factMemo[split]{} // a dump's 100,000 threads show a few stacks
 	for p, t := range a.liveThreads() {
 		s := perStack(memo, t, func() split {
 			sig, below, byName, ok := signalSplit(t.Stack)

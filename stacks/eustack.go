@@ -62,6 +62,7 @@ type euParser struct {
 	byPid   map[int]*euProc
 	proc    *euProc
 	cur     *euThread
+	slab    threadSlab
 	frame   *Frame // the last frame read, for its source and build-id lines
 	fIndent int    // the indentation of its line
 	module  *Module
@@ -193,7 +194,8 @@ func (p *euParser) thread(tid int, header bool) *euThread {
 	pr := p.process()
 	et := pr.byTid[tid]
 	if et == nil {
-		et = &euThread{t: &Thread{Tid: tid}, lastNo: -1}
+		et = &euThread{t: p.slab.next(), lastNo: -1}
+		et.t.Tid = tid
 		pr.byTid[tid] = et
 		pr.threads = append(pr.threads, et)
 	} else if header && len(et.t.Stack) > 0 {
@@ -253,7 +255,7 @@ func (p *euParser) frameLine(l textLine) bool {
 // implicitThread holds frames without a "TID N:" line before them.
 func (p *euParser) implicitThread() *euThread {
 	pr := p.process()
-	et := &euThread{t: &Thread{}, lastNo: -1}
+	et := &euThread{t: p.slab.next(), lastNo: -1}
 	pr.threads = append(pr.threads, et)
 	p.cur = et
 	return et

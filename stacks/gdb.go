@@ -117,6 +117,7 @@ type gdbParser struct {
 	stacks      stackTable
 	frameIDs    uint32             // ids given so far (gdbFrame.id)
 	byKey       map[string][]Frame // shared stacks by their threads' key
+	slab        threadSlab
 
 	ctxTid  int    // from "[Switching to thread …]" / "[Current thread is …]"
 	ctxNo   string // gdb's thread number from the same line, or from a person's (proseThread)
@@ -554,7 +555,7 @@ func (p *gdbParser) isLocal(l textLine) bool {
 func (p *gdbParser) skip(no int, why string) { p.skipped.addAfter(no, p.prevText, why) }
 
 func (p *gdbParser) header(l textLine, m []string) {
-	gt := &gdbThread{t: &Thread{}, header: true, lastNo: -1}
+	gt := &gdbThread{t: p.slab.next(), header: true, lastNo: -1}
 	if m != nil {
 		gt.gdbNo = strings.Clone(m[1]) // not a piece of its line, which it would keep
 		gt.chain = m[2] == chainHeader || m[2] == numberedChainHeader
@@ -622,7 +623,7 @@ func (p *gdbParser) infoThreads(i int, l textLine) (int, bool) {
 	if f.Func == "" && !hasAddr {
 		return i, false
 	}
-	gt := &gdbThread{t: &Thread{}, gdbNo: m[1], lastNo: 0, table: true, rawFirst: m[3]}
+	gt := &gdbThread{t: p.slab.next(), gdbNo: m[1], lastNo: 0, table: true, rawFirst: m[3]}
 	gt.t.Tid, gt.t.Name = parseLWP(m[2])
 	if !complete || l.cut {
 		p.threadNote(gt, cutFrame(l.no, 0))
@@ -871,7 +872,8 @@ func (p *gdbParser) frameEcho(num int, body string) bool {
 // implicitThread starts a thread that has no header (`bt`, or frames
 // pasted without it); its tid is known only from a "[Switching to …]".
 func (p *gdbParser) implicitThread() *gdbThread {
-	gt := &gdbThread{t: &Thread{Tid: p.ctxTid}, gdbNo: p.ctxNo, lastNo: -1}
+	gt := &gdbThread{t: p.slab.next(), gdbNo: p.ctxNo, lastNo: -1}
+	gt.t.Tid = p.ctxTid
 	if p.proseNo {
 		p.ctxNo, p.proseNo = "", false // a person named this one thread
 	}

@@ -154,20 +154,8 @@ type goParser struct {
 
 	gbuf     RuntimeThread // the facts of the goroutine being read, cur.Runtime until it ends
 	runtimes runtimeTable
-	slab     []Thread // threads are allocated from it, a few hundred at a time
-	names    []byte   // goroutine names are cut from it (goroutineName)
-}
-
-// newThread returns a zero Thread. A dump of 100,000 goroutines is that
-// many Threads: allocated one by one they cost the collector as many
-// objects.
-func (p *goParser) newThread() *Thread {
-	if len(p.slab) == 0 {
-		p.slab = make([]Thread, 256)
-	}
-	th := &p.slab[0]
-	p.slab = p.slab[1:]
-	return th
+	slab     threadSlab
+	names    []byte // goroutine names are cut from it (goroutineName)
 }
 
 // goroutineName is "goroutine N", cut from a block of names shared by
@@ -521,7 +509,7 @@ func (p *goParser) header(l textLine) bool {
 			p.startProcess()
 		}
 	}
-	th := p.newThread()
+	th := p.slab.next()
 	*th = Thread{Tid: id, Name: p.goroutineName(id), State: GoroutineState(g.Status), Runtime: g}
 	if id == 0 && m != "" && m != "nil" {
 		th.Name += " (m" + m + ")" // the scheduler stack of one M
