@@ -46,6 +46,8 @@ type analysis struct {
 	results map[string]any
 	// lockWaiters are stuckLockWaiters' answers by process.
 	lockWaiters map[*stacks.Process][]ThreadRef
+	// distincts are distinctThreads' answers by process
+	distincts map[*stacks.Process][]*stacks.Thread
 }
 
 // newAnalysis indexes a snapshot and builds its wait-for graph.
@@ -55,7 +57,8 @@ func newAnalysis(snap *stacks.Snapshot) *analysis {
 		n += len(p.Threads)
 	}
 	a := &analysis{Snap: snap, src: source{snap.Source}, procs: map[int]*stacks.Process{}, threads: newTidIndex(snap, n),
-		rules: builtinRules(), facts: map[*stacks.Thread]*threadFact{}, results: map[string]any{}, lockWaiters: map[*stacks.Process][]ThreadRef{}}
+		rules: builtinRules(), facts: map[*stacks.Thread]*threadFact{}, results: map[string]any{}, lockWaiters: map[*stacks.Process][]ThreadRef{},
+		distincts: map[*stacks.Process][]*stacks.Thread{}}
 	for _, p := range snap.Processes {
 		if _, dup := a.procs[p.Pid]; !dup {
 			a.procs[p.Pid] = p
@@ -385,7 +388,7 @@ func (a *analysis) findStuckLockWaiters(p *stacks.Process) []ThreadRef {
 		}
 	}
 	var waiters []ThreadRef
-	for _, t := range distinctThreads(p) {
+	for _, t := range a.distinct(p) {
 		if toolClaimName(t.Name) {
 			return nil // a detector's report: where locks were taken, not threads blocked now
 		}
@@ -462,6 +465,12 @@ func distinctThreads(p *stacks.Process) []*stacks.Thread {
 		out = append(out, t)
 	}
 	return out
+}
+
+// distinct is distinctThreads(p), once per snapshot (the detectors that
+// ask it each made its map of 100,000 tids).
+func (a *analysis) distinct(p *stacks.Process) []*stacks.Thread {
+	return memoized(a.distincts, p, func() []*stacks.Thread { return distinctThreads(p) })
 }
 
 // threadCount is how many threads a process has in the snapshot, a

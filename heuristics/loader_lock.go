@@ -124,6 +124,8 @@ func detectLoaderWaits(a *analysis) []loaderWait {
 // waits for what the other holds.
 func (a *analysis) cutInversion(p *stacks.Process) (loaderWait, bool) {
 	var lw loaderWait
+	type roles struct{ allocInLoader, loaderOverAlloc bool }
+	memo := map[stackID]roles{} // a dump's 100,000 threads show a few stacks
 	for _, t := range p.Threads {
 		if a.running(t) {
 			return loaderWait{}, false
@@ -131,11 +133,14 @@ func (a *analysis) cutInversion(p *stacks.Process) (loaderWait, bool) {
 		if class, _ := a.wait(t); class != notWaiting || len(t.Stack) < 2 {
 			continue
 		}
-		top, below := t.Stack[0], t.Stack[1:]
+		r := byStack(memo, t.Stack, func() roles {
+			top, below := t.Stack[0], t.Stack[1:]
+			return roles{allocatorFrame(top) && inLoader(below), isLoaderFrame(top) && slices.ContainsFunc(below, allocatorFrame)}
+		})
 		switch {
-		case lw.inLoader.Thread == nil && allocatorFrame(top) && inLoader(below):
+		case lw.inLoader.Thread == nil && r.allocInLoader:
 			lw.inLoader = ThreadRef{p, t}
-		case isLoaderFrame(top) && slices.ContainsFunc(below, allocatorFrame):
+		case r.loaderOverAlloc:
 			lw.forLoader = append(lw.forLoader, ThreadRef{p, t})
 		}
 	}

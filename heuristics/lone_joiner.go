@@ -22,7 +22,7 @@ func loneJoiner(a *analysis, p *stacks.Process) (ThreadRef, bool) {
 	if p.Exited || a.allThreads(p) || p.Fork != nil {
 		return ThreadRef{}, false // every thread is in the snapshot: the joined one's own verdict speaks
 	}
-	ts := distinctThreads(p)
+	ts := a.distinct(p)
 	if len(ts) != 1 {
 		return ThreadRef{}, false
 	}

@@ -58,6 +58,9 @@ type sampleFacts struct {
 	call string
 	// zombie: the thread has exited (state Z or X).
 	zombie bool
+	// texts of stackEvidence and calledFrom, made on first use: they
+	// read the samples alone, which threads alike share
+	evidenceTail, calledFromText *string
 }
 
 // factsOf reads a thread's samples. A source that keeps only the last
@@ -476,18 +479,26 @@ func matchCalm(verdict string, diagnose func(a *analysis, p *stacks.Process, all
 // calledFrom is ", called from `fn`" naming the thread's innermost own
 // function, or "" when it has none.
 func (f threadFacts) calledFrom() string {
-	if fn := innermostOwnFunc(f.lastStack()); fn != "" {
-		return fmt.Sprintf(", called from `%s`", fn)
+	if f.calledFromText == nil {
+		s := ""
+		if fn := innermostOwnFunc(f.lastStack()); fn != "" {
+			s = fmt.Sprintf(", called from `%s`", fn)
+		}
+		f.calledFromText = &s
 	}
-	return ""
+	return *f.calledFromText
 }
 
 // stackEvidence says whether the thread's stack held across the samples,
 // and what it is.
 func (f threadFacts) stackEvidence() string {
-	same := "in the only sample"
-	if len(f.samples) > 1 && f.same {
-		same = fmt.Sprintf("same stack in all %d samples", len(f.samples))
+	if f.evidenceTail == nil {
+		same := "in the only sample"
+		if len(f.samples) > 1 && f.same {
+			same = fmt.Sprintf("same stack in all %d samples", len(f.samples))
+		}
+		s := fmt.Sprintf(": %s; stack: %s", same, chainOfFrames(f.lastStack(), 8))
+		f.evidenceTail = &s
 	}
-	return fmt.Sprintf("%s: %s; stack: %s", f.label(), same, chainOfFrames(f.lastStack(), 8))
+	return f.label() + *f.evidenceTail
 }

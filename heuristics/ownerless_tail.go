@@ -54,7 +54,7 @@ func detectOwnerlessTails(a *analysis) []ownerlessTail {
 		if p.Fork != nil || !a.Evidence(p).Owners {
 			continue
 		}
-		threads := distinctThreads(p)
+		threads := a.distinct(p)
 		if slices.ContainsFunc(threads, a.running) {
 			continue // something runs: it may yet release the lock
 		}

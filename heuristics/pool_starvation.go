@@ -76,7 +76,7 @@ func detectPoolStarvations(a *analysis) []poolStarvation {
 	for p := range a.liveProcs() {
 		var s poolStarvation
 		ok := true
-		for _, t := range distinctThreads(p) {
+		for _, t := range a.distinct(p) {
 			waits, worker := futureWaiter(t)
 			if a.running(t) || worker && !waits {
 				ok = false // a free worker takes the next task; a running thread may finish one

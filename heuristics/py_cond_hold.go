@@ -66,7 +66,7 @@ func detectPyCondHolds(a *analysis) []pyCondHold {
 		c := pyCondHold{p: p}
 		ok := true
 		timed := factMemo[bool]{}
-		for _, t := range distinctThreads(p) {
+		for _, t := range a.distinct(p) {
 			if a.running(t) {
 				ok = false // it may release the lock
 				break

@@ -73,7 +73,7 @@ func (a *analysis) findPyImportCycle(p *stacks.Process, w *stacks.Thread) (pyImp
 		return pyImportCycle{}, false
 	}
 	var found []pyImportCycle
-	for _, t := range distinctThreads(p) {
+	for _, t := range a.distinct(p) {
 		if t == w {
 			continue
 		}
@@ -96,7 +96,7 @@ func pyImportCycles(a *analysis) []pyImportCycle {
 func detectPyImportCycles(a *analysis) []pyImportCycle {
 	var out []pyImportCycle
 	for p := range a.liveProcs() {
-		for _, t := range distinctThreads(p) {
+		for _, t := range a.distinct(p) {
 			if c, ok := a.findPyImportCycle(p, t); ok {
 				out = append(out, c)
 				break
