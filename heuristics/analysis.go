@@ -48,6 +48,7 @@ type analysis struct {
 	lockWaiters map[*stacks.Process][]ThreadRef
 	// distincts are distinctThreads' answers by process
 	distincts map[*stacks.Process][]*stacks.Thread
+	procWaits map[*stacks.Process]procWaitsOf
 }
 
 // newAnalysis indexes a snapshot and builds its wait-for graph.
@@ -58,7 +59,7 @@ func newAnalysis(snap *stacks.Snapshot) *analysis {
 	}
 	a := &analysis{Snap: snap, src: source{snap.Source}, procs: map[int]*stacks.Process{}, threads: newTidIndex(snap, n),
 		rules: builtinRules(), facts: map[*stacks.Thread]*threadFact{}, results: map[string]any{}, lockWaiters: map[*stacks.Process][]ThreadRef{},
-		distincts: map[*stacks.Process][]*stacks.Thread{}}
+		distincts: map[*stacks.Process][]*stacks.Thread{}, procWaits: map[*stacks.Process]procWaitsOf{}}
 	for _, p := range snap.Processes {
 		if _, dup := a.procs[p.Pid]; !dup {
 			a.procs[p.Pid] = p

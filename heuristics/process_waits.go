@@ -93,6 +93,21 @@ func (w procWait) blocked(stuck map[int]*stuckProc) bool {
 // several fds is left out: an event loop with one connection to a stuck
 // process is not stuck itself (io-wait names it).
 func procWaits(a *analysis, p *stacks.Process) (ws []procWait, unsampled []int) {
+	r := memoized(a.procWaits, p, func() procWaitsOf {
+		ws, unsampled := findProcWaits(a, p)
+		return procWaitsOf{ws, unsampled}
+	})
+	return r.ws, r.unsampled
+}
+
+// procWaitsOf is procWaits' answer for one process, kept by the
+// analysis: four signatures ask it.
+type procWaitsOf struct {
+	ws        []procWait
+	unsampled []int
+}
+
+func findProcWaits(a *analysis, p *stacks.Process) (ws []procWait, unsampled []int) {
 	if p.Exited {
 		return nil, nil
 	}
