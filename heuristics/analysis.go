@@ -49,6 +49,7 @@ type analysis struct {
 	// distincts are distinctThreads' answers by process
 	distincts map[*stacks.Process][]*stacks.Thread
 	procWaits map[*stacks.Process]procWaitsOf
+	procFacts map[*stacks.Process][]*threadFact // factsIn's
 }
 
 // newAnalysis indexes a snapshot and builds its wait-for graph.
@@ -59,7 +60,8 @@ func newAnalysis(snap *stacks.Snapshot) *analysis {
 	}
 	a := &analysis{Snap: snap, src: source{snap.Source}, procs: map[int]*stacks.Process{}, threads: newTidIndex(snap, n),
 		rules: builtinRules(), facts: map[*stacks.Thread]*threadFact{}, results: map[string]any{}, lockWaiters: map[*stacks.Process][]ThreadRef{},
-		distincts: map[*stacks.Process][]*stacks.Thread{}, procWaits: map[*stacks.Process]procWaitsOf{}}
+		distincts: map[*stacks.Process][]*stacks.Thread{}, procWaits: map[*stacks.Process]procWaitsOf{},
+		procFacts: map[*stacks.Process][]*threadFact{}}
 	for _, p := range snap.Processes {
 		if _, dup := a.procs[p.Pid]; !dup {
 			a.procs[p.Pid] = p

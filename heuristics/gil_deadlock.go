@@ -55,9 +55,12 @@ func detectGILDeadlocks(a *analysis) []gilFinding {
 	var fs []gilFinding
 	for p := range a.liveProcs() {
 		var holders, waiters []ThreadRef
-		for _, t := range p.Threads {
+		facts := a.factsIn(p)
+		gilWaits := map[stackID]bool{} // a dump's 100,000 threads show a few stacks
+		for i, t := range p.Threads {
+			gilWait := byStack(gilWaits, t.Stack, func() bool { return waitsForGIL(t) })
 			switch {
-			case waitsForGIL(t):
+			case gilWait:
 				// before the running check: take_gil wakes every switch
 				// interval (5 ms) to ask for the GIL, so a waiter is
 				// sometimes caught running
@@ -65,7 +68,7 @@ func detectGILDeadlocks(a *analysis) []gilFinding {
 			case a.running(t) && (a.Evidence(p).CPU || !t.HoldsGIL()):
 				// py-spy calls every GIL holder "active+gil", running or
 				// not: without CPU figures that is no proof it runs
-			case gilHolderBlocked(a, p, t):
+			case gilHolderBlocked(a, p, t, facts[i]):
 				holders = append(holders, ThreadRef{Proc: p, Thread: t})
 			}
 		}
@@ -102,10 +105,11 @@ func detectGILDeadlocks(a *analysis) []gilFinding {
 // gilHolderBlocked: a thread that holds the GIL (as the snapshot says,
 // or, without GIL evidence, runs Python code) and blocks in a native
 // mutex taken by native code, not by the interpreter's own locks (those
-// drop the GIL while they wait).
-func gilHolderBlocked(a *analysis, p *stacks.Process, t *stacks.Thread) bool {
-	class, caller := a.wait(t)
-	if class != waitLock || waitsForGIL(t) {
+// drop the GIL while they wait). tf is t's facts; t does not wait for
+// the GIL.
+func gilHolderBlocked(a *analysis, p *stacks.Process, t *stacks.Thread, tf *threadFact) bool {
+	class, caller := tf.class, tf.caller
+	if class != waitLock {
 		return false
 	}
 	if a.Evidence(p).GIL {

@@ -85,12 +85,13 @@ func detectLoaderWaits(a *analysis) []loaderWait {
 	}
 	for p := range a.liveProcs() {
 		var lw loaderWait
-		for _, t := range p.Threads {
+		fs := a.factsIn(p)
+		for i, t := range p.Threads {
 			if a.running(t) {
 				lw = loaderWait{} // somebody runs: it may be the holder, and it may release
 				break
 			}
-			class, caller := a.wait(t)
+			class, caller := fs[i].class, fs[i].caller
 			if class != waitLock {
 				continue
 			}
@@ -126,11 +127,12 @@ func (a *analysis) cutInversion(p *stacks.Process) (loaderWait, bool) {
 	var lw loaderWait
 	type roles struct{ allocInLoader, loaderOverAlloc bool }
 	memo := map[stackID]roles{} // a dump's 100,000 threads show a few stacks
-	for _, t := range p.Threads {
+	fs := a.factsIn(p)
+	for i, t := range p.Threads {
 		if a.running(t) {
 			return loaderWait{}, false
 		}
-		if class, _ := a.wait(t); class != notWaiting || len(t.Stack) < 2 {
+		if fs[i].class != notWaiting || len(t.Stack) < 2 {
 			continue
 		}
 		r := byStack(memo, t.Stack, func() roles {

@@ -321,8 +321,9 @@ func whoProc(p *stacks.Process) string {
 // a process belongs to the lock signatures: the verdicts that are not a
 // deadlock leave it alone.
 func lockOwnedWait(a *analysis, p *stacks.Process) bool {
-	for _, t := range p.Threads {
-		w := a.samplesOf(t).lastWait()
+	fs := a.factsIn(p)
+	for i, t := range p.Threads {
+		w := samplesWith(t, fs[i]).lastWait()
 		if w == nil || w.Mutex == nil || w.Mutex.Owner == 0 {
 			continue
 		}
@@ -414,8 +415,9 @@ func detectCalmVerdict(a *analysis, p *stacks.Process) (string, []threadFacts) {
 		}
 	}
 	var all []threadFacts
-	for _, t := range p.Threads {
-		if f := a.samplesOf(t); !f.zombie {
+	fs := a.factsIn(p)
+	for i, t := range p.Threads {
+		if f := samplesWith(t, fs[i]); !f.zombie {
 			all = append(all, f)
 		}
 	}

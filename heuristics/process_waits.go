@@ -111,8 +111,9 @@ func findProcWaits(a *analysis, p *stacks.Process) (ws []procWait, unsampled []i
 	if p.Exited {
 		return nil, nil
 	}
-	for _, t := range p.Threads {
-		f := a.samplesOf(t)
+	fs := a.factsIn(p)
+	for i, t := range p.Threads {
+		f := samplesWith(t, fs[i])
 		w := f.lastWait()
 		if f.zombie || w == nil {
 			continue

@@ -85,8 +85,9 @@ type pyProcessWait struct {
 func pyProcessWaitIn(a *analysis, p *stacks.Process) (pyProcessWait, bool) {
 	var found pyProcessWait
 	ok := false
-	for _, t := range p.Threads {
-		f := a.samplesOf(t)
+	fs := a.factsIn(p)
+	for i, t := range p.Threads {
+		f := samplesWith(t, fs[i])
 		if t.State == "R" || threadWorks(f) {
 			return pyProcessWait{}, false
 		}

@@ -45,12 +45,13 @@ func matchNativeRecursiveRead(a *analysis) []Diagnosis {
 	for _, p := range a.Snap.Processes {
 		var readers, writers []*stacks.Thread
 		other := false
-		for _, t := range p.Threads {
-			if a.samplesOf(t).kind == wkRunning {
+		fs := a.factsIn(p)
+		for i, t := range p.Threads {
+			if samplesWith(t, fs[i]).kind == wkRunning {
 				other = true
 				break
 			}
-			class, caller := a.wait(t)
+			class, caller := fs[i].class, fs[i].caller
 			if !class.isLock() {
 				continue
 			}

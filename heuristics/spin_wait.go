@@ -77,8 +77,9 @@ func detectSpinWaitIn(a *analysis, p *stacks.Process) (Diagnosis, bool) {
 	cpuEvidence := a.Snap.Evidence.CPU
 	var spins []spinner
 	spinning := map[*stacks.Thread]bool{} // the others' facts are copied only when a thread spins
-	for _, t := range p.Threads {
-		f := a.samplesOf(t)
+	fs := a.factsIn(p)
+	for i, t := range p.Threads {
+		f := samplesWith(t, fs[i])
 		if f.zombie {
 			continue
 		}
@@ -91,8 +92,8 @@ func detectSpinWaitIn(a *analysis, p *stacks.Process) (Diagnosis, bool) {
 		return Diagnosis{}, false
 	}
 	others := make([]threadFacts, 0, len(p.Threads)-len(spins))
-	for _, t := range p.Threads {
-		if f := a.samplesOf(t); !f.zombie && !spinning[t] {
+	for i, t := range p.Threads {
+		if f := samplesWith(t, fs[i]); !f.zombie && !spinning[t] {
 			others = append(others, f)
 		}
 	}
