@@ -290,10 +290,11 @@ func (g *Graph) cycles() [][]Edge {
 
 // threadLabel names a thread for a person: "thread 4711 `worker`".
 func threadLabel(t *stacks.Thread) string {
+	// not fmt: a verdict on 100,000 threads names each
 	if t.Name == "" {
-		return fmt.Sprintf("thread %d", t.Tid)
+		return "thread " + strconv.Itoa(t.Tid)
 	}
-	return fmt.Sprintf("thread %d `%s`", t.Tid, t.Name)
+	return "thread " + strconv.Itoa(t.Tid) + " `" + t.Name + "`"
 }
 
 // goroutineLabel names a goroutine by its id: "goroutine 17".

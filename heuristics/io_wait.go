@@ -85,7 +85,7 @@ func ioWaitDiagnosis(a *analysis, p *stacks.Process, all []threadFacts) Diagnosi
 	skip := map[int]bool{}
 	for _, x := range io {
 		skip[x.t.Tid] = true
-		step := fmt.Sprintf("%s blocks in `%s`", x.label(), x.call)
+		step := x.label() + " blocks in `" + x.call + "`"
 		if fd := fdText(x); fd != "" {
 			step += " on " + fd
 		} else if x.call == "poll" || x.call == "ppoll" || x.call == "select" || x.call == "pselect6" || x.call == "epoll_wait" {

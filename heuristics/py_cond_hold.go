@@ -66,13 +66,14 @@ func detectPyCondHolds(a *analysis) []pyCondHold {
 		c := pyCondHold{p: p}
 		ok := true
 		timed := factMemo[bool]{}
+		pyFrames := map[stackID]bool{} // a dump's 100,000 threads show a few stacks
 		for _, t := range a.distinct(p) {
 			if a.running(t) {
 				ok = false // it may release the lock
 				break
 			}
 			class, caller := a.wait(t)
-			if !hasPyFrames(t) {
+			if !byStack(pyFrames, t.Stack, func() bool { return hasPyFrames(t) }) {
 				switch {
 				case class.isLock() && ownerlessLockWait(t) && !a.namedOwner(t):
 					c.waiters = append(c.waiters, ThreadRef{Proc: p, Thread: t})

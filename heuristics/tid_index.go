@@ -16,15 +16,22 @@ type tidIndex []ThreadRef
 func newTidIndex(snap *stacks.Snapshot, n int) tidIndex {
 	refs := make(tidIndex, 0, n)
 	sorted := true
+	descending := true // gdb lists threads from the highest number down
 	for _, p := range snap.Processes {
 		for _, t := range p.Threads {
-			if len(refs) > 0 && t.Tid < refs[len(refs)-1].Thread.Tid {
-				sorted = false
+			if len(refs) > 0 {
+				last := refs[len(refs)-1].Thread.Tid
+				sorted = sorted && t.Tid >= last
+				descending = descending && t.Tid < last
 			}
 			refs = append(refs, ThreadRef{Proc: p, Thread: t})
 		}
 	}
-	if !sorted {
+	switch {
+	case sorted:
+	case descending:
+		slices.Reverse(refs) // no two tids equal: the stable order reversed
+	default:
 		slices.SortStableFunc(refs, func(x, y ThreadRef) int { return cmp.Compare(x.Thread.Tid, y.Thread.Tid) })
 	}
 	return refs
