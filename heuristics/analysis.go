@@ -453,6 +453,9 @@ func sameThread(a, b *stacks.Thread) bool { return a != b && a.Tid != 0 && a.Tid
 // (By a map of tids: a search of out per thread was quadratic, 8 s on
 // the 34,000 threads of a 32 MB dump.)
 func distinctThreads(p *stacks.Process) []*stacks.Thread {
+	if tidsMonotonic(p.Threads) {
+		return p.Threads // no tid twice: a gdb or eu-stack dump lists each thread once, in order
+	}
 	out := make([]*stacks.Thread, 0, len(p.Threads))
 	at := make(map[int]int, len(p.Threads)) // tid -> its index in out
 	for _, t := range p.Threads {
@@ -468,6 +471,27 @@ func distinctThreads(p *stacks.Process) []*stacks.Thread {
 		out = append(out, t)
 	}
 	return out
+}
+
+// tidsMonotonic says whether the threads' non-zero tids only rise or
+// only fall, so that none comes twice (a tid of 0 is no thread's).
+func tidsMonotonic(ts []*stacks.Thread) bool {
+	rising, falling := true, true
+	last := 0
+	for _, t := range ts {
+		if t.Tid == 0 {
+			continue
+		}
+		if last != 0 {
+			rising = rising && t.Tid > last
+			falling = falling && t.Tid < last
+			if !rising && !falling {
+				return false
+			}
+		}
+		last = t.Tid
+	}
+	return true
 }
 
 // distinct is distinctThreads(p), once per snapshot (the detectors that
