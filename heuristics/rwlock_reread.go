@@ -2,7 +2,6 @@ package heuristics
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/hangdoc/hangdoc/stacks"
 )
@@ -12,29 +11,18 @@ import (
 // to read beside a thread waiting to write, with no other lock waiter and
 // nothing running that could hold the lock, most likely holds a read
 // lock already: a recursive read, the writer waits for it and it waits
-// behind the writer (Go's sync.RWMutex form: go_self_deadlock.go).
-var (
-	rwReadWaits  = []string{"RwLock::read_contended", "RawRwLock::lock_shared_slow", "RawRwLock::lock_shared_recursive"}
-	rwWriteWaits = []string{"RwLock::write_contended", "RawRwLock::lock_exclusive_slow"}
-)
+// behind the writer (Go's sync.RWMutex form: go_self_deadlock.go). The
+// vocabulary says which functions wait on which side (a row's "rw").
 
 // rwSide says whether t waits to read (1) or to write (2) a
 // writer-preferring rwlock, 0 for any other wait.
 func rwSide(t *stacks.Thread, caller int) int {
-	for i, f := range t.Stack {
-		if i > caller {
-			break
-		}
-		k := stacks.FuncKey(f.Func)
-		for _, s := range rwReadWaits {
-			if strings.Contains(k, s) {
-				return 1
-			}
-		}
-		for _, s := range rwWriteWaits {
-			if strings.Contains(k, s) {
-				return 2
-			}
+	for _, f := range t.Stack[:min(caller+1, len(t.Stack))] {
+		switch nativeRow(f).RWSide() {
+		case "read":
+			return 1
+		case "write":
+			return 2
 		}
 	}
 	return 0
@@ -42,7 +30,7 @@ func rwSide(t *stacks.Thread, caller int) int {
 
 func matchNativeRecursiveRead(a *analysis) []Diagnosis {
 	var ds []Diagnosis
-	for _, p := range a.Snap.Processes {
+	for p := range a.liveProcs() {
 		var readers, writers []*stacks.Thread
 		other := false
 		fs := a.factsIn(p)
@@ -67,7 +55,10 @@ func matchNativeRecursiveRead(a *analysis) []Diagnosis {
 		if other || len(readers) == 0 || len(writers) == 0 {
 			continue
 		}
-		r, w := readers[0], writers[0]
+		r, w, ok := sameRWLock(readers, writers)
+		if !ok {
+			continue // the frames name the locks, and no reader waits on a writer's
+		}
 		d := Diagnosis{
 			Deadlock:   true,
 			Confidence: Low,
@@ -85,4 +76,32 @@ func matchNativeRecursiveRead(a *analysis) []Diagnosis {
 		ds = append(ds, d)
 	}
 	return ds
+}
+
+// sameRWLock picks a reader and a writer that wait on one rwlock: the
+// first pair whose frames name the same lock, or, when the frames of the
+// first reader or writer name none, those two; false when every lock is
+// named and no reader waits on a writer's.
+func sameRWLock(readers, writers []*stacks.Thread) (*stacks.Thread, *stacks.Thread, bool) {
+	lockOf := func(t *stacks.Thread) (uint64, bool) {
+		l, _, ok := waitArgLock(t)
+		return l.Addr, ok
+	}
+	r0, rok := lockOf(readers[0])
+	w0, wok := lockOf(writers[0])
+	if !rok || !wok {
+		return readers[0], writers[0], true
+	}
+	if r0 == w0 {
+		return readers[0], writers[0], true
+	}
+	for _, r := range readers {
+		ra, ok := lockOf(r)
+		for _, w := range writers {
+			if wa, wk := lockOf(w); ok && wk && ra == wa {
+				return r, w, true
+			}
+		}
+	}
+	return nil, nil, false
 }

@@ -36,3 +36,42 @@ func TestNativeRecursiveRead(t *testing.T) {
 		}
 	}
 }
+
+// TestNativeRecursiveReadParkingLotAndLocks: parking_lot's RwLock waits
+// (hand-built frames, the vocabulary's rw rows) are read the same way;
+// when the frames name the rwlock each waits on (self of the contended
+// call), the reader and the writer must wait on the same one: two
+// threads waiting on two different rwlocks are no recursive read.
+func TestNativeRecursiveReadParkingLotAndLocks(t *testing.T) {
+	reader := func() *stacks.Thread {
+		return thread(901, "reader", "syscall", "parking_lot_core::parking_lot::park", "parking_lot::raw_rwlock::RawRwLock::lock_shared_slow",
+			"lock_api::rwlock::RwLock<R,T>::read", "app::Index::find", "app::Index::get", "std::sys::backtrace::__rust_begin_short_backtrace")
+	}
+	writer := func() *stacks.Thread {
+		return thread(902, "writer", "syscall", "parking_lot_core::parking_lot::park", "parking_lot::raw_rwlock::RawRwLock::lock_exclusive_slow",
+			"lock_api::rwlock::RwLock<R,T>::write", "app::Index::insert", "std::sys::backtrace::__rust_begin_short_backtrace")
+	}
+	claims := func(snap *stacks.Snapshot) bool {
+		for _, d := range Diagnose(snap, Options{}).Diagnoses {
+			if d.ID == "self-deadlock" && d.Confidence == Low && nbHasTid(d, 901) {
+				return true
+			}
+		}
+		return false
+	}
+	if !claims(pasted(proc(900, reader(), writer()))) {
+		t.Error("parking_lot: no recursive read named")
+	}
+	withLocks := func(ra, wa string) *stacks.Snapshot {
+		r, w := reader(), writer()
+		r.Stack[2].Args = []stacks.Arg{stacks.NewArg("self", ra)}
+		w.Stack[2].Args = []stacks.Arg{stacks.NewArg("self", wa)}
+		return pasted(proc(900, r, w))
+	}
+	if !claims(withLocks("0x55d0c0a010", "0x55d0c0a010")) {
+		t.Error("one rwlock named by both: no recursive read named")
+	}
+	if claims(withLocks("0x55d0c0a010", "0x55d0c0a050")) {
+		t.Error("two different rwlocks: a recursive read named")
+	}
+}

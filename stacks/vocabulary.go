@@ -83,6 +83,18 @@ type VocabRow struct {
 	// Guard: the frames are a guard object's constructor, whose this is
 	// the guard, not the lock (the lock is one of LockArg).
 	Guard bool `json:"guard,omitempty"`
+	// RW is "read" or "write" for the waits of a writer-preferring rwlock
+	// (a new reader waits while a writer waits): the side its functions
+	// wait to take; "" for any other row.
+	RW string `json:"rw,omitempty"`
+}
+
+// RWSide is the row's RW, "" for no row.
+func (r *VocabRow) RWSide() string {
+	if r == nil {
+		return ""
+	}
+	return r.RW
 }
 
 // IsRecursive reports whether the row's lock may be taken again by its
@@ -186,6 +198,9 @@ func ParseVocabulary(data []byte) (*Vocabulary, error) {
 		case "", "no", "yes", "kind":
 		default:
 			return nil, fmt.Errorf("vocabulary: row %d (%s): recursive is %q, want no, yes or kind", i+1, r.Family, r.Recursive)
+		}
+		if r.RW != "" && r.RW != "read" && r.RW != "write" {
+			return nil, fmt.Errorf("vocabulary: row %d (%s): rw is %q, want read or write", i+1, r.Family, r.RW)
 		}
 		if r.Role == RoleHolds {
 			v.holding[r.Family] = true
