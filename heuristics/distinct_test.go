@@ -1,6 +1,7 @@
 package heuristics
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/hangdoc/hangdoc/stacks"
@@ -30,16 +31,8 @@ func TestDistinctThreads(t *testing.T) {
 		{"shown twice, the first fuller", []*stacks.Thread{th(8, 9), th(2, 1), th(8, 3)}, []int{809, 201}},
 		{"unordered, all distinct", []*stacks.Thread{th(5, 1), th(9, 1), th(2, 1)}, []int{501, 901, 201}},
 	} {
-		got := tids(distinctThreads(&stacks.Process{Threads: c.in}))
-		if len(got) != len(c.want) {
+		if got := tids(distinctThreads(&stacks.Process{Threads: c.in})); !slices.Equal(got, c.want) {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
-			continue
-		}
-		for i := range got {
-			if got[i] != c.want[i] {
-				t.Errorf("%s: %v, want %v", c.name, got, c.want)
-				break
-			}
 		}
 	}
 }

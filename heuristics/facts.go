@@ -12,7 +12,11 @@ package heuristics
 // finding by calling its accessor (findReentries, findLoaderWaits, …);
 // the accessor runs the detector the first time.
 
-import "github.com/hangdoc/hangdoc/stacks"
+import (
+	"iter"
+
+	"github.com/hangdoc/hangdoc/stacks"
+)
 
 // threadFact is what one thread's stack and samples say.
 type threadFact struct {
@@ -96,6 +100,16 @@ func (m factMemo[V]) put(k factKey, v V) {
 	m[k.stack] = append(m[k.stack], factEntry[V]{k, v})
 }
 
+// memoized returns m's value for k, computing it with f the first time.
+func (m factMemo[V]) memoized(k factKey, f func() V) V {
+	if v, ok := m.get(k); ok {
+		return v
+	}
+	v := f()
+	m.put(k, v)
+	return v
+}
+
 // perStack returns what f, a reading of t's stack and wait alone, says
 // of t: computed once for threads whose facts are shared (sharedKey) and
 // that show no returned calls, so a detector's loop over 100,000
@@ -106,12 +120,7 @@ func perStack[V any](memo factMemo[V], t *stacks.Thread, f func() V) V {
 	if !ok || len(t.Returned) > 0 {
 		return f()
 	}
-	if v, ok := memo.get(k); ok {
-		return v
-	}
-	v := f()
-	memo.put(k, v)
-	return v
+	return memo.memoized(k, f)
 }
 
 // stackID is a stack's identity: the parser shares one []Frame among
@@ -156,6 +165,19 @@ func samplesWith(t *stacks.Thread, f *threadFact) threadFacts {
 		f.nonlock = factsOf(t).sampleFacts
 	}
 	return threadFacts{t: t, sampleFacts: f.nonlock}
+}
+
+// samplesIn yields every thread of p with samplesOf it, in p.Threads'
+// order, through factsIn.
+func (a *analysis) samplesIn(p *stacks.Process) iter.Seq2[*stacks.Thread, threadFacts] {
+	return func(yield func(*stacks.Thread, threadFacts) bool) {
+		fs := a.factsIn(p)
+		for i, t := range p.Threads {
+			if !yield(t, samplesWith(t, fs[i])) {
+				return
+			}
+		}
+	}
 }
 
 // factsIn are the facts of p's threads in p.Threads' order, looked up

@@ -321,9 +321,8 @@ func whoProc(p *stacks.Process) string {
 // a process belongs to the lock signatures: the verdicts that are not a
 // deadlock leave it alone.
 func lockOwnedWait(a *analysis, p *stacks.Process) bool {
-	fs := a.factsIn(p)
-	for i, t := range p.Threads {
-		w := samplesWith(t, fs[i]).lastWait()
+	for t, f := range a.samplesIn(p) {
+		w := f.lastWait()
 		if w == nil || w.Mutex == nil || w.Mutex.Owner == 0 {
 			continue
 		}
@@ -415,9 +414,8 @@ func detectCalmVerdict(a *analysis, p *stacks.Process) (string, []threadFacts) {
 		}
 	}
 	var all []threadFacts
-	fs := a.factsIn(p)
-	for i, t := range p.Threads {
-		if f := samplesWith(t, fs[i]); !f.zombie {
+	for _, f := range a.samplesIn(p) {
+		if !f.zombie {
 			all = append(all, f)
 		}
 	}

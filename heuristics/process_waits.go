@@ -111,9 +111,7 @@ func findProcWaits(a *analysis, p *stacks.Process) (ws []procWait, unsampled []i
 	if p.Exited {
 		return nil, nil
 	}
-	fs := a.factsIn(p)
-	for i, t := range p.Threads {
-		f := samplesWith(t, fs[i])
+	for t, f := range a.samplesIn(p) {
 		w := f.lastWait()
 		if f.zombie || w == nil {
 			continue

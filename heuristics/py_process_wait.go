@@ -85,9 +85,7 @@ type pyProcessWait struct {
 func pyProcessWaitIn(a *analysis, p *stacks.Process) (pyProcessWait, bool) {
 	var found pyProcessWait
 	ok := false
-	fs := a.factsIn(p)
-	for i, t := range p.Threads {
-		f := samplesWith(t, fs[i])
+	for t, f := range a.samplesIn(p) {
 		if t.State == "R" || threadWorks(f) {
 			return pyProcessWait{}, false
 		}

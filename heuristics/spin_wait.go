@@ -77,9 +77,7 @@ func detectSpinWaitIn(a *analysis, p *stacks.Process) (Diagnosis, bool) {
 	cpuEvidence := a.Snap.Evidence.CPU
 	var spins []spinner
 	spinning := map[*stacks.Thread]bool{} // the others' facts are copied only when a thread spins
-	fs := a.factsIn(p)
-	for i, t := range p.Threads {
-		f := samplesWith(t, fs[i])
+	for t, f := range a.samplesIn(p) {
 		if f.zombie {
 			continue
 		}
@@ -92,8 +90,8 @@ func detectSpinWaitIn(a *analysis, p *stacks.Process) (Diagnosis, bool) {
 		return Diagnosis{}, false
 	}
 	others := make([]threadFacts, 0, len(p.Threads)-len(spins))
-	for i, t := range p.Threads {
-		if f := samplesWith(t, fs[i]); !f.zombie && !spinning[t] {
+	for t, f := range a.samplesIn(p) {
+		if !f.zombie && !spinning[t] {
 			others = append(others, f)
 		}
 	}

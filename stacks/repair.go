@@ -51,7 +51,8 @@ type repairer struct {
 	stop        error // why the input was not read to its end (limits below)
 	// pipe is what the parse's side reads at every line: on a cache line
 	// of its own, away from the fields the repairing goroutine writes at
-	// every line (sharing one, each read of pipe missed: 8% of the parse)
+	// every line (sharing one, each read of pipe missed: the whole parse
+	// of the 32 MB gdb dump took 104 ms, 69-75 ms apart)
 	_       [64]byte
 	pipe    *repPipe
 	_       [64]byte

@@ -18,7 +18,8 @@ import (
 // quarter of its size), and the collector runs a few times instead of
 // at every 50% of growth. The limit is S less rssFloor (what the process
 // holds besides the Go runtime's memory: the binary's pages, libc; about
-// 18-21 MB on a tiny input, 11 MB of it the binary's file pages), at
+// 14-16 MB on a tiny input since the regexps compile on first use (18-21
+// before), 11 MB of it the binary's file pages), at
 // most maxEarlyLimit, when that is at least minMemLimit; under it, where
 // the floor alone keeps RSS above S, 90% of S, which still holds the
 // peak lower and the collections fewer than GOGC=50 did.

@@ -74,21 +74,11 @@ func (r *RE) FindSubmatch(b []byte) [][]byte { return r.Regexp().FindSubmatch(b)
 func (r *RE) FindAllIndex(b []byte, n int) [][]int {
 	return r.Regexp().FindAllIndex(b, n)
 }
-func (r *RE) FindAllString(s string, n int) []string {
-	return r.Regexp().FindAllString(s, n)
-}
-func (r *RE) FindAllStringSubmatch(s string, n int) [][]string {
-	return r.Regexp().FindAllStringSubmatch(s, n)
-}
-func (r *RE) FindAllStringIndex(s string, n int) [][]int {
-	return r.Regexp().FindAllStringIndex(s, n)
-}
 func (r *RE) ReplaceAllString(src, repl string) string {
 	return r.Regexp().ReplaceAllString(src, repl)
 }
 func (r *RE) ReplaceAll(src, repl []byte) []byte { return r.Regexp().ReplaceAll(src, repl) }
 func (r *RE) Split(s string, n int) []string     { return r.Regexp().Split(s, n) }
-func (r *RE) SubexpIndex(name string) int        { return r.Regexp().SubexpIndex(name) }
 
 // CompileAll compiles every RE made so far (those of every package the
 // caller links): the first bad one's error, with its expression.
