@@ -5,7 +5,9 @@ package stacks
 // and repaired on one core while it is parsed on the other: on the
 // 100 MB gdb dump of `make bench` the repair is 45% of the parse. The
 // batches in flight bound what it holds (pipeBatches × pipeBatch
-// lines). Everything the repairer keeps (its notes, why it stopped, a
+// lines); a batch the parse's side has read goes back to be filled
+// again (free), so a dump of any size makes a handful of them, not one
+// every 512 lines (the 32 MB goroutine dump: 14.7 MB of batches). Everything the repairer keeps (its notes, why it stopped, a
 // read error) is read by the parse's side only after finish has joined
 // the goroutine.
 
@@ -16,10 +18,13 @@ const (
 
 type repPipe struct {
 	ch     chan []repLine
-	quit   chan struct{} // closed: stop reading
-	cur    []repLine     // the batch being taken from
-	closed bool          // no line will come
-	joined bool          // the goroutine has ended
+	free   chan []repLine // batches read to their end, to be filled again
+	quit   chan struct{}  // closed: stop reading
+	cur    []repLine      // what is left of the batch being taken from
+	held   []repLine      // that batch whole, for free
+	made   int            // batches made (the producer's; read once it has ended)
+	closed bool           // no line will come
+	joined bool           // the goroutine has ended
 }
 
 // next returns the next repaired line; false at the end of the input
@@ -27,7 +32,7 @@ type repPipe struct {
 func (rp *repairer) next() (repLine, bool) {
 	p := rp.pipe
 	if p == nil {
-		p = &repPipe{ch: make(chan []repLine, pipeBatches), quit: make(chan struct{})}
+		p = &repPipe{ch: make(chan []repLine, pipeBatches), free: make(chan []repLine, pipeBatches+1), quit: make(chan struct{})}
 		rp.pipe = p
 		go rp.produce(p)
 	}
@@ -35,12 +40,21 @@ func (rp *repairer) next() (repLine, bool) {
 		if p.closed {
 			return repLine{}, false
 		}
+		if p.held != nil {
+			// read to its end: a line is taken by value, so nothing
+			// points into the batch any more
+			select {
+			case p.free <- p.held[:0]:
+			default:
+			}
+			p.held = nil
+		}
 		b, ok := <-p.ch
 		if !ok {
 			p.closed, p.joined = true, true
 			return repLine{}, false
 		}
-		p.cur = b
+		p.cur, p.held = b, b
 	}
 	l := p.cur[0]
 	p.cur = p.cur[1:]
@@ -51,7 +65,7 @@ func (rp *repairer) next() (repLine, bool) {
 // closed; it closes ch when it returns.
 func (rp *repairer) produce(p *repPipe) {
 	defer close(p.ch)
-	batch := make([]repLine, 0, pipeBatch)
+	batch := p.batch()
 	for {
 		l, ok := rp.repair()
 		if ok {
@@ -63,11 +77,23 @@ func (rp *repairer) produce(p *repPipe) {
 			case <-p.quit:
 				return
 			}
-			batch = make([]repLine, 0, pipeBatch)
+			batch = p.batch()
 		}
 		if !ok {
 			return
 		}
+	}
+}
+
+// batch is an empty batch to fill: one the parse's side has read, or a
+// new one.
+func (p *repPipe) batch() []repLine {
+	select {
+	case b := <-p.free:
+		return b
+	default:
+		p.made++
+		return make([]repLine, 0, pipeBatch)
 	}
 }
 
@@ -86,7 +112,7 @@ func (rp *repairer) finish() {
 		}
 		p.joined = true
 	}
-	p.cur, p.closed = nil, true
+	p.cur, p.held, p.closed = nil, nil, true
 }
 
 // halt stops the reading at the parse's request (a parser found the
