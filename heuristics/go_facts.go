@@ -232,7 +232,7 @@ func isSystemGoroutine(t *stacks.Thread) bool {
 // per snapshot (the Go signatures ask many times); nobody writes to it.
 func (gp *goProc) user() []*gor {
 	if gp.users == nil {
-		gp.users = []*gor{}
+		gp.users = make([]*gor, 0, len(gp.all)) // grown, 1.65 MB of garbage at 47,000 goroutines
 		for _, g := range gp.all {
 			if !g.system {
 				gp.users = append(gp.users, g)
