@@ -49,17 +49,17 @@ type goLeak struct {
 // the groups that are large.
 func goLeaks(gp *goProc) []goLeak {
 	users := gp.user()
-	n := 0
+	blocked := 0
 	for _, g := range users {
 		if g.blockedForever() || g.parkedUnknown() {
-			n++
+			blocked++
 		}
 	}
-	if n < goLeakShareMin {
+	if blocked < goLeakShareMin {
 		return nil
 	}
-	byThread := make(map[*stacks.Thread]*gor, n) // sized once (grown, 2.2 MB of garbage at 47,000 goroutines)
-	threads := make([]*stacks.Thread, 0, n)
+	byThread := make(map[*stacks.Thread]*gor, blocked) // sized once (grown, 2.2 MB of garbage at 47,000 goroutines)
+	threads := make([]*stacks.Thread, 0, blocked)
 	for _, g := range users {
 		if g.blockedForever() || g.parkedUnknown() {
 			byThread[g.t] = g

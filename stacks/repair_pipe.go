@@ -7,9 +7,10 @@ package stacks
 // batches in flight bound what it holds (pipeBatches × pipeBatch
 // lines); a batch the parse's side has read goes back to be filled
 // again (free), so a dump of any size makes a handful of them, not one
-// every 512 lines (the 32 MB goroutine dump: 14.7 MB of batches). Everything the repairer keeps (its notes, why it stopped, a
-// read error) is read by the parse's side only after finish has joined
-// the goroutine.
+// every 512 lines (the 32 MB goroutine dump: 14.7 MB of batches).
+// Everything the repairer keeps (its notes, why it stopped, a read
+// error) is read by the parse's side only after finish has joined the
+// goroutine.
 
 const (
 	pipeBatch   = 512 // lines a batch
@@ -17,14 +18,20 @@ const (
 )
 
 type repPipe struct {
-	ch     chan []repLine
-	free   chan []repLine // batches read to their end, to be filled again
-	quit   chan struct{}  // closed: stop reading
-	cur    []repLine      // what is left of the batch being taken from
-	held   []repLine      // that batch whole, for free
-	made   int            // batches made (the producer's; read once it has ended)
-	closed bool           // no line will come
-	joined bool           // the goroutine has ended
+	ch chan []repLine
+	// free holds batches read to their end, to be filled again. A batch
+	// is made only when none is free, the producer holding none: then at
+	// most pipeBatches are in ch and one is being read, so there are
+	// never more than pipeBatches+2, and free, as large, is never full
+	// when one comes back (one that found it full was dropped and made
+	// again, under load: 8-14 made instead of 6)
+	free   chan []repLine
+	quit   chan struct{} // closed: stop reading
+	cur    []repLine     // what is left of the batch being taken from
+	held   []repLine     // that batch whole, for free
+	made   int           // batches made (the producer's; read once it has ended)
+	closed bool          // no line will come
+	joined bool          // the goroutine has ended
 }
 
 // next returns the next repaired line; false at the end of the input
@@ -32,7 +39,7 @@ type repPipe struct {
 func (rp *repairer) next() (repLine, bool) {
 	p := rp.pipe
 	if p == nil {
-		p = &repPipe{ch: make(chan []repLine, pipeBatches), free: make(chan []repLine, pipeBatches+1), quit: make(chan struct{})}
+		p = &repPipe{ch: make(chan []repLine, pipeBatches), free: make(chan []repLine, pipeBatches+2), quit: make(chan struct{})}
 		rp.pipe = p
 		go rp.produce(p)
 	}
