@@ -95,12 +95,15 @@ func sameRWLock(readers, writers []*stacks.Thread) (*stacks.Thread, *stacks.Thre
 	if r0 == w0 {
 		return readers[0], writers[0], true
 	}
+	named := map[uint64]*stacks.Thread{} // the first writer waiting on each lock its frames name
+	for _, w := range writers {
+		if wa, ok := lockOf(w); ok && named[wa] == nil {
+			named[wa] = w
+		}
+	}
 	for _, r := range readers {
-		ra, ok := lockOf(r)
-		for _, w := range writers {
-			if wa, wk := lockOf(w); ok && wk && ra == wa {
-				return r, w, true
-			}
+		if ra, ok := lockOf(r); ok && named[ra] != nil {
+			return r, named[ra], true
 		}
 	}
 	return nil, nil, false
