@@ -1,11 +1,13 @@
 package main
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"strings"
 	"sync"
 )
 
@@ -16,34 +18,44 @@ import (
 // is set from the start and the collector runs only when it is reached
 // (GOGC off): a gdb dump's heap stays well below it (its snapshot is a
 // quarter of its size), and the collector runs a few times instead of
-// at every 50% of growth. The limit is S less rssFloor (what the process
-// holds besides the Go runtime's memory: the binary's pages, libc; about
-// 14-16 MB on a tiny input since the regexps compile on first use (18-21
-// before), 11 MB of it the binary's file pages), at
-// most maxEarlyLimit, when that is at least minMemLimit; under it, where
-// the floor alone keeps RSS above S, 90% of S, which still holds the
-// peak lower and the collections fewer than GOGC=50 did.
+// at every 50% of growth. The limit is S less what is resident besides
+// the Go runtime's memory: the binary's pages, read from
+// /proc/self/status when the limit is set (9.4 MB of a static build
+// then), and fileGrowth for the pages the analysis touches after (1.7
+// MB more by its end). A static binary maps nothing else, so the process's
+// resident size stays under S while what is live fits the limit. The
+// limit is at least half of S, and at most maxEarlyLimit.
 //
-// A watch after each collection lifts the limit as soon as what is live
-// passes 1/earlyLiveFactor of it (a limit close to what is live makes the
-// collector run without end: the 100 MB goroutine dump took 1.5-2.5
-// times its CPU so): GOGC=50 from then on, under a soft limit of 85% of
-// S when that is above minMemLimit.
+// A watch after each collection turns the collector back on as soon as
+// what is live passes 1/earlyLiveFactor of the limit: GOGC=50 from then
+// on, under a limit of 85% of S or the early one, the larger. Past 64
+// MiB that is 85% of S, which leaves room above what is live (a limit
+// close to it makes the collector run without end: the 100 MB goroutine
+// dump took 1.5-2.5 times its CPU so). Under it the early limit holds:
+// the collector runs more often there (the runtime caps it at half the
+// CPU) and the dump is small enough for that to cost tenths of a
+// second: the 32 MB goroutine dump, 0.77 -> 0.90 s of CPU, 0.47 -> 0.56
+// s, against panicparse's 5.2 s.
 //
 // Measured (GNU time, interleaved rounds, load 10-15, CPU as wall times
-// wait for a core): the 100 MB gdb dump, text CPU 1.37 -> 1.14 s, RSS 87
-// -> 86 MB; JSON 1.50 -> 1.34 s, 91 -> 87 MB (32 -> 9 collections). The
-// 32 MB gdb dump, text 0.49 -> 0.43 s, 45 -> 40 MB; JSON 0.55 -> 0.48 s,
-// 50 -> 40 MB. Goroutine dumps (lifted in the heuristics): 32 MB text
-// 0.81 -> 0.77 s, 62 -> 57 MB; 100 MB about as with GOGC=50 (3.1-3.4 s,
-// 109-112 MB). The GOGC=50 regime before: peak RSS of the 100 MB gdb dump
-// 146 -> 98 MB, of the 100 MB goroutine dump 241 -> 212 MB. GOMEMLIMIT or
-// GOGC, when set, are the user's say and are left alone.
+// wait for a core), with a fixed floor of 24 MiB for the binary before:
+// the 100 MB gdb dump, text CPU 1.37 -> 1.14 s, RSS 87 -> 86 MB; JSON
+// 1.50 -> 1.34 s, 91 -> 87 MB (32 -> 9 collections). The 32 MB gdb dump,
+// text 0.49 -> 0.43 s, 45 -> 40 MB; JSON 0.55 -> 0.48 s, 50 -> 40 MB.
+// Goroutine dumps (lifted in the heuristics): 32 MB text 0.81 -> 0.77 s,
+// 62 -> 57 MB; 100 MB about as with GOGC=50 (3.1-3.4 s, 109-112 MB). The
+// GOGC=50 regime before: peak RSS of the 100 MB gdb dump 146 -> 98 MB, of
+// the 100 MB goroutine dump 241 -> 212 MB. GOMEMLIMIT or GOGC, when set,
+// are the user's say and are left alone.
 
 const (
 	minBudgetInput = 16 << 20 // smaller inputs keep the collector's defaults
-	minMemLimit    = 64 << 20 // the lowest limit of S less the floor, and of the lift's 85% of S
-	rssFloor       = 24 << 20 // resident besides the Go runtime's memory, with a margin
+	// fileGrowth: the binary's pages the analysis touches after the
+	// limit is set, with a margin (1.7 MB measured on a 32 MB dump)
+	fileGrowth = 2 << 20
+	// fileFloor stands in for the binary's resident pages where
+	// /proc/self/status cannot be read
+	fileFloor = 12 << 20
 	// maxEarlyLimit caps the limit from the start: a large file that is
 	// mostly no dump (a whole log) makes garbage, not a snapshot, and
 	// should not fill its size before the first collection
@@ -86,10 +98,7 @@ func limitMemory(names []string) *memBudget {
 		b.off = true
 		return b
 	}
-	limit := min(b.total-rssFloor, maxEarlyLimit)
-	if limit < minMemLimit {
-		limit = b.total / 10 * 9
-	}
+	limit := min(max(b.total-residentFile()-fileGrowth, b.total/2), maxEarlyLimit)
 	b.early = limit
 	b.prevLimit, b.limited = debug.SetMemoryLimit(limit), true
 	b.prevPercent = debug.SetGCPercent(-1)
@@ -112,8 +121,9 @@ func (b *memBudget) watch() {
 	})
 }
 
-// check lifts the early limit when live bytes are too close to it
-// (GOGC=50 from then on); false when the limit is gone.
+// check turns the collector on (GOGC=50) when live bytes are too close
+// to the early limit, and raises the limit to 85% of S when that is
+// higher; false when the watch is over.
 func (b *memBudget) check(live int64) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -123,15 +133,28 @@ func (b *memBudget) check(live int64) bool {
 	if live >= 0 && float64(live)*earlyLiveFactor <= float64(b.early) {
 		return true
 	}
-	b.early = 0
 	debug.SetGCPercent(50)
-	if limit := b.total / 100 * 85; limit > minMemLimit {
-		debug.SetMemoryLimit(limit)
-	} else {
-		debug.SetMemoryLimit(b.prevLimit)
-		b.limited = false
-	}
+	debug.SetMemoryLimit(max(b.early, b.total/100*85))
+	b.early = 0
 	return false
+}
+
+// residentFile is how much of the process's memory is file pages (the
+// binary's), from /proc/self/status; fileFloor when unknown.
+func residentFile() int64 {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return fileFloor
+	}
+	for line := range strings.Lines(string(status)) {
+		if rest, ok := strings.CutPrefix(line, "RssFile:"); ok {
+			var kb int64
+			if _, err := fmt.Sscan(rest, &kb); err == nil && kb > 0 {
+				return kb << 10
+			}
+		}
+	}
+	return fileFloor
 }
 
 // liveHeap is the heap live at the last collection; -1 when unknown.

@@ -25,10 +25,10 @@ func sparseFile(t *testing.T, n int64) string {
 
 // The budget by input size: the collector's defaults under 16 MiB; above
 // it a limit from the start, with the collector off until it is reached:
-// 90% of the size while the size less the RSS floor is under the lowest
-// limit, the size less the floor above it, capped. The watch lifts it
-// (GOGC=50, under 85% of the size when that is above the lowest limit)
-// when what is live comes near it; restore puts everything back.
+// the size less the binary's resident pages and fileGrowth, at least half
+// the size, capped. The watch turns the collector on (GOGC=50, under 85%
+// of the size or the early limit, the larger) when what is live comes
+// near it; restore puts everything back.
 func TestMemBudget(t *testing.T) {
 	t.Setenv("GOGC", "")
 	t.Setenv("GOMEMLIMIT", "")
@@ -42,24 +42,38 @@ func TestMemBudget(t *testing.T) {
 		t.Errorf("8 MiB: off %v, GOGC %d, limit %d: want the defaults", b.off, gcPercent(), limit())
 	}
 	for _, c := range []struct {
-		size, early, lifted int64 // lifted: the limit after the lift
+		size   int64
+		capped bool // the early limit is maxEarlyLimit
 	}{
-		{32 << 20, 32 << 20 / 10 * 9, limit0},
-		{100 << 20, 100<<20 - rssFloor, 100 << 20 / 100 * 85},
-		{1 << 30, maxEarlyLimit, 1 << 30 / 100 * 85},
+		{16 << 20, false}, // the binary's pages and more: half the size
+		{32 << 20, false},
+		{100 << 20, false},
+		{1 << 30, true},
 	} {
-		b := limitMemory([]string{sparseFile(t, c.size)})
-		if b.early != c.early || gcPercent() != -1 || limit() != c.early {
-			t.Errorf("%d MiB: early %d, GOGC %d, limit %d: want the collector off under a limit of %d", c.size>>20, b.early, gcPercent(), limit(), c.early)
+		name := sparseFile(t, c.size)
+		fileBefore := residentFile()
+		b := limitMemory([]string{name})
+		fileAfter := residentFile()
+		early := b.early
+		switch {
+		case c.capped:
+			if early != maxEarlyLimit {
+				t.Errorf("%d MiB: early limit %d, want the cap %d", c.size>>20, early, maxEarlyLimit)
+			}
+		case early < c.size/2 || early > c.size-fileBefore-fileGrowth && early != c.size/2 || early < c.size-fileAfter-fileGrowth && early != c.size/2:
+			t.Errorf("%d MiB: early limit %d, want the size less %d-%d of resident file pages and %d, or half the size", c.size>>20, early, fileBefore, fileAfter, fileGrowth)
 		}
-		if !b.check(c.early / 2) {
+		if gcPercent() != -1 || limit() != early {
+			t.Errorf("%d MiB: GOGC %d, limit %d: want the collector off under a limit of %d", c.size>>20, gcPercent(), limit(), early)
+		}
+		if !b.check(early / 2) {
 			t.Errorf("%d MiB: live at half the limit lifted it", c.size>>20)
 		}
-		if b.check(int64(float64(c.early)/earlyLiveFactor) + 1) {
+		if b.check(int64(float64(early)/earlyLiveFactor) + 1) {
 			t.Errorf("%d MiB: live past 1/%v of the limit kept it", c.size>>20, earlyLiveFactor)
 		}
-		if gcPercent() != 50 || limit() != c.lifted {
-			t.Errorf("%d MiB lifted: GOGC %d, limit %d: want GOGC=50 under %d", c.size>>20, gcPercent(), limit(), c.lifted)
+		if lifted := max(early, c.size/100*85); gcPercent() != 50 || limit() != lifted {
+			t.Errorf("%d MiB lifted: GOGC %d, limit %d: want GOGC=50 under %d", c.size>>20, gcPercent(), limit(), lifted)
 		}
 		if b.check(0) {
 			t.Errorf("%d MiB: the watch goes on after the lift", c.size>>20)
@@ -68,5 +82,21 @@ func TestMemBudget(t *testing.T) {
 		if gcPercent() != percent0 || limit() != limit0 {
 			t.Errorf("%d MiB restored: GOGC %d, limit %d: want %d, %d", c.size>>20, gcPercent(), limit(), percent0, limit0)
 		}
+	}
+}
+
+// residentFile reads the process's resident file pages: a test binary
+// maps its own text, so more than a megabyte and less than its size.
+func TestResidentFile(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := residentFile(); got == fileFloor || got < 1<<20 || got > fi.Size()+8<<20 {
+		t.Errorf("residentFile() = %d, want between 1 MiB and about the binary's size %d (not the fallback %d)", got, fi.Size(), fileFloor)
 	}
 }
