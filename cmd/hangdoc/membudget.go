@@ -98,12 +98,18 @@ func limitMemory(names []string) *memBudget {
 		b.off = true
 		return b
 	}
-	limit := min(max(b.total-residentFile()-fileGrowth, b.total/2), maxEarlyLimit)
+	limit := earlyLimit(b.total, residentFile())
 	b.early = limit
 	b.prevLimit, b.limited = debug.SetMemoryLimit(limit), true
 	b.prevPercent = debug.SetGCPercent(-1)
 	b.watch()
 	return b
+}
+
+// earlyLimit is the limit from the start for inputs of total bytes, with
+// resident bytes of file pages when it is set.
+func earlyLimit(total, resident int64) int64 {
+	return min(max(total-resident-fileGrowth, total/2), maxEarlyLimit)
 }
 
 // gcSentinel is garbage from birth: its finalizer runs after the next
