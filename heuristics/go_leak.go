@@ -58,28 +58,21 @@ func goLeaks(gp *goProc) []goLeak {
 	if len(blocked) < goLeakShareMin {
 		return nil
 	}
-	// sized once: grown, the map was 2.2 MB of garbage at 47,000 goroutines
-	byThread := make(map[*stacks.Thread]*gor, len(blocked))
-	threads := make([]*stacks.Thread, len(blocked))
-	for i, g := range blocked {
-		byThread[g.t] = g
-		threads[i] = g.t
-	}
 	var out []goLeak
-	for _, grp := range stacks.GroupThreads(threads) {
+	// grouped as they are, not by their threads and a map back to them
+	// (1.5 MB at 47,000 goroutines)
+	for _, grp := range stacks.GroupBy(blocked, func(g *gor) *stacks.Thread { return g.t }) {
 		n := len(grp.Threads)
 		if n < goLeakShareMin {
 			break // largest first
 		}
-		l := goLeak{gs: make([]*gor, 0, n)}
+		l := goLeak{gs: grp.Threads}
 		mins := make([]int, 0, n)
 		// creators by their go statement (a struct key: a string made per
 		// goroutine was most of this pass's garbage on a large dump)
 		creators := map[goCreatorKey]int{}
 		frames := map[goCreatorKey]stacks.Frame{}
-		for _, t := range grp.Threads {
-			g := byThread[t]
-			l.gs = append(l.gs, g)
+		for _, g := range grp.Threads {
 			mins = append(mins, g.g.WaitMinutes)
 			cf := g.g.CreatedBy
 			k := goCreatorKey{cf.Func, cf.File, cf.Line}

@@ -8,18 +8,23 @@ import (
 // Group is a set of threads of one process whose stacks are the same, as
 // panicparse buckets goroutines: forty workers parked at one place are one
 // entry in a report, not forty.
-type Group struct {
-	Threads []*Thread
+type Group = GroupOf[*Thread]
+
+// GroupOf is a group of what GroupBy grouped: threads, or what a caller
+// knows of each (a goroutine's facts), each standing for its thread.
+type GroupOf[T any] struct {
+	Threads []T
 	Stack   []Frame
 }
 
-// runtimeOnly says whether a group is goroutines of the Go runtime itself
-// (GC workers, the finalizer, the scavenger): every frame in runtime.
-func runtimeOnly(g Group) bool {
-	if g.Threads[0].Goroutine() == nil {
+// runtimeOnly says whether a group whose first thread is first is
+// goroutines of the Go runtime itself (GC workers, the finalizer, the
+// scavenger): every frame in runtime.
+func runtimeOnly(first *Thread, stack []Frame) bool {
+	if first.Goroutine() == nil {
 		return false
 	}
-	for _, f := range g.Stack {
+	for _, f := range stack {
 		if !strings.HasPrefix(f.Func, "runtime.") {
 			return false
 		}
@@ -33,15 +38,23 @@ func runtimeOnly(g Group) bool {
 // first (the Go runtime's own goroutines last), then by lowest thread id,
 // so the order is stable.
 func GroupThreads(threads []*Thread) []Group {
+	return GroupBy(threads, func(t *Thread) *Thread { return t })
+}
+
+// GroupBy is GroupThreads of items, each standing for thread(item): a
+// caller that holds more than the thread of each groups those without a
+// map back from threads to them.
+func GroupBy[T any](items []T, thread func(T) *Thread) []GroupOf[T] {
 	index := map[string]int{}
-	var groups []Group
+	var groups []GroupOf[T]
 	// a stack the parser shared among threads (share.go) is keyed once
 	type slice struct {
 		first *Frame
 		n     int
 	}
 	keys := map[slice]string{}
-	for _, t := range threads {
+	for _, item := range items {
+		t := thread(item)
 		var k string
 		if len(t.Stack) == 0 {
 			k = StackKey(t.Stack, GroupKey)
@@ -55,18 +68,19 @@ func GroupThreads(threads []*Thread) []Group {
 		if !ok {
 			i = len(groups)
 			index[k] = i
-			groups = append(groups, Group{Stack: t.Stack})
+			groups = append(groups, GroupOf[T]{Stack: t.Stack})
 		}
-		groups[i].Threads = append(groups[i].Threads, t)
+		groups[i].Threads = append(groups[i].Threads, item)
 	}
 	sort.SliceStable(groups, func(i, j int) bool {
-		if ri, rj := runtimeOnly(groups[i]), runtimeOnly(groups[j]); ri != rj {
+		fi, fj := thread(groups[i].Threads[0]), thread(groups[j].Threads[0])
+		if ri, rj := runtimeOnly(fi, groups[i].Stack), runtimeOnly(fj, groups[j].Stack); ri != rj {
 			return rj // the Go runtime's own goroutines after the program's
 		}
 		if len(groups[i].Threads) != len(groups[j].Threads) {
 			return len(groups[i].Threads) > len(groups[j].Threads)
 		}
-		return groups[i].Threads[0].Tid < groups[j].Threads[0].Tid
+		return fi.Tid < fj.Tid
 	})
 	return groups
 }
