@@ -105,7 +105,7 @@ func (a *analysis) Process(pid int) *stacks.Process { return a.procs[pid] }
 // ThreadOf returns the thread with the given tid in a process with the
 // given pid, if the snapshot has it.
 func (a *analysis) ThreadOf(pid, tid int) (ThreadRef, bool) {
-	for _, r := range a.threads.of(tid) {
+	for r := range a.threads.of(tid) {
 		if r.Proc.Pid == pid {
 			return r, true
 		}
@@ -115,7 +115,7 @@ func (a *analysis) ThreadOf(pid, tid int) (ThreadRef, bool) {
 
 // threadIn returns the thread with the given tid in process p.
 func (a *analysis) threadIn(p *stacks.Process, tid int) (ThreadRef, bool) {
-	for _, r := range a.threads.of(tid) {
+	for r := range a.threads.of(tid) {
 		if r.Proc == p {
 			return r, true
 		}
@@ -126,7 +126,7 @@ func (a *analysis) threadIn(p *stacks.Process, tid int) (ThreadRef, bool) {
 // DiagThread returns the thread with the given tid among a diagnosis's
 // processes (Diagnosis.About; any process when it names none).
 func (a *analysis) DiagThread(d *Diagnosis, tid int) (ThreadRef, bool) {
-	for _, r := range a.threads.of(tid) {
+	for r := range a.threads.of(tid) {
 		if len(d.Pids) == 0 || d.About(r.Proc) {
 			return r, true
 		}
@@ -155,7 +155,7 @@ func (a *analysis) diagProcs(d *Diagnosis) []*stacks.Process {
 // thread).
 func (a *analysis) Ref(t *stacks.Thread) (ThreadRef, bool) {
 	if t != nil {
-		for _, r := range a.threads.of(t.Tid) {
+		for r := range a.threads.of(t.Tid) {
 			if r.Thread == t {
 				return r, true
 			}

@@ -203,8 +203,8 @@ func (a *analysis) resolveOwner(p *stacks.Process, m *stacks.Mutex) Owner {
 	if !seen && p.Fork != nil {
 		r, seen = a.ThreadOf(p.Fork.ParentPid, tid)
 	}
-	if !seen && len(a.threads.of(tid)) > 0 {
-		r, seen = a.threads.of(tid)[0], true
+	if !seen {
+		r, seen = a.threads.first(tid)
 	}
 	switch {
 	case seen && r.Proc == p:

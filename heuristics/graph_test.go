@@ -1,6 +1,7 @@
 package heuristics
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/hangdoc/hangdoc/stacks"
@@ -228,7 +229,7 @@ func TestUnsteadyAndExitedMakeNoEdges(t *testing.T) {
 
 // waitsOf is WaitsFor of the thread with that tid (unique in these tests).
 func waitsOf(a *analysis, tid int) []Edge {
-	if rs := a.threads.of(tid); len(rs) == 1 {
+	if rs := slices.Collect(a.threads.of(tid)); len(rs) == 1 {
 		return a.WaitsFor(rs[0].Thread)
 	}
 	return nil
