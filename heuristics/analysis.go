@@ -632,22 +632,37 @@ func (a *analysis) Doing(t *stacks.Thread) string {
 	return "is" + where
 }
 
-// orderRefs lists threads and their processes once each, in the order
-// given (waiters first, then owners), for Diagnosis.Tids and Pids.
-func orderRefs(refs ...ThreadRef) (pids, tids []int) {
-	// sized once: grown a key at a time, the set of the 32 MB goroutine
-	// dump's 47,000 threads was 2.2 MB of garbage
-	seenP, seenT := map[int]bool{}, make(map[int]bool, len(refs))
-	tids = make([]int, 0, len(refs))
-	for _, r := range refs {
+// orderRefs lists the threads of items and their processes once each,
+// in the order given (waiters first, then owners), for Diagnosis.Tids
+// and Pids.
+func orderRefs[T any](items []T, ref func(T) ThreadRef) (pids, tids []int) {
+	// tids in strictly rising or falling order repeat none: no set of
+	// them then (0.8 MB for the 32 MB goroutine dump's 47,000); else one
+	// sized once (grown a key at a time it was 2.2 MB of garbage)
+	up, down := true, true
+	tids = make([]int, 0, len(items))
+	for _, item := range items {
+		r := ref(item)
 		if r.Thread == nil {
 			continue
 		}
-		if !seenT[r.Thread.Tid] {
-			seenT[r.Thread.Tid] = true
-			tids = append(tids, r.Thread.Tid)
+		if n := len(tids); n > 0 {
+			up = up && r.Thread.Tid > tids[n-1]
+			down = down && r.Thread.Tid < tids[n-1]
 		}
-		if !seenP[r.Proc.Pid] {
+		tids = append(tids, r.Thread.Tid)
+	}
+	if !up && !down {
+		seenT := make(map[int]bool, len(tids))
+		tids = slices.DeleteFunc(tids, func(tid int) bool {
+			dup := seenT[tid]
+			seenT[tid] = true
+			return dup
+		})
+	}
+	seenP := map[int]bool{}
+	for _, item := range items {
+		if r := ref(item); r.Thread != nil && !seenP[r.Proc.Pid] {
 			seenP[r.Proc.Pid] = true
 			pids = append(pids, r.Proc.Pid)
 		}

@@ -43,9 +43,16 @@ type Diagnosis struct {
 // owners: their pids and tids, each once in that order, and their
 // processes.
 func (d *Diagnosis) name(refs ...ThreadRef) {
-	d.Pids, d.Tids = orderRefs(refs...)
-	for _, r := range refs {
-		if r.Thread != nil && !slices.Contains(d.procs, r.Proc) {
+	nameBy(d, refs, func(r ThreadRef) ThreadRef { return r })
+}
+
+// nameBy is name of the threads of items: a caller holding more than the
+// ThreadRef of each (a goroutine's facts) names them without a slice of
+// refs (0.7 MB for a leak of 47,000 goroutines).
+func nameBy[T any](d *Diagnosis, items []T, ref func(T) ThreadRef) {
+	d.Pids, d.Tids = orderRefs(items, ref)
+	for _, item := range items {
+		if r := ref(item); r.Thread != nil && !slices.Contains(d.procs, r.Proc) {
 			d.procs = append(d.procs, r.Proc)
 		}
 	}

@@ -489,11 +489,7 @@ func goPointerArg(a stacks.Arg) (uint64, bool) {
 // nameGoroutines is name for goroutines: their ids are Diagnosis.Tids,
 // in the order given.
 func (d *Diagnosis) nameGoroutines(gs ...*gor) {
-	refs := make([]ThreadRef, 0, len(gs))
-	for _, g := range gs {
-		refs = append(refs, g.ref)
-	}
-	d.name(refs...)
+	nameBy(d, gs, func(g *gor) ThreadRef { return g.ref })
 }
 
 // goDeadlockClaims reports whether a Go deadlock signature names a

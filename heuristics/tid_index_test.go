@@ -54,3 +54,26 @@ func TestTidIndex(t *testing.T) {
 		}
 	}
 }
+
+// orderRefs lists each tid and pid once, in the order given, whether
+// the tids rise, fall or repeat; refs without a thread add nothing.
+func TestOrderRefs(t *testing.T) {
+	p1, p2 := &stacks.Process{Pid: 1}, &stacks.Process{Pid: 2}
+	ref := func(p *stacks.Process, tid int) ThreadRef {
+		return ThreadRef{Proc: p, Thread: &stacks.Thread{Tid: tid}}
+	}
+	for _, c := range []struct {
+		refs       []ThreadRef
+		pids, tids []int
+	}{
+		{[]ThreadRef{ref(p1, 1), ref(p1, 2), ref(p2, 7)}, []int{1, 2}, []int{1, 2, 7}},
+		{[]ThreadRef{ref(p2, 9), ref(p1, 5), ref(p1, 2)}, []int{2, 1}, []int{9, 5, 2}},
+		{[]ThreadRef{ref(p1, 5), ref(p1, 2), ref(p1, 5), {Proc: p2}, ref(p1, 9), ref(p1, 2)}, []int{1}, []int{5, 2, 9}},
+		{nil, nil, []int{}},
+	} {
+		pids, tids := orderRefs(c.refs, func(r ThreadRef) ThreadRef { return r })
+		if !slices.Equal(pids, c.pids) || !slices.Equal(tids, c.tids) {
+			t.Errorf("orderRefs(%v) = %v, %v; want %v, %v", c.refs, pids, tids, c.pids, c.tids)
+		}
+	}
+}
