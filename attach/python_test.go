@@ -304,9 +304,9 @@ func testPythonMatchesFaulthandler(t *testing.T, interp pyInterp) {
 	src := filepath.Join(patient.Dir(t), "py_stacks.py")
 	threads, frames := 0, 0
 	for _, ft := range fsnap.Processes[0].Threads {
-		tid := tidOf[ft.Handle]
+		tid := tidOf[ft.Handle()]
 		if tid == 0 {
-			t.Errorf("faulthandler thread %#x: not announced by the patient", ft.Handle)
+			t.Errorf("faulthandler thread %#x: not announced by the patient", ft.Handle())
 			continue
 		}
 		ours := pyFrames(threadByTid(t, proc, tid).Stack)

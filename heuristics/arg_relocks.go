@@ -126,8 +126,9 @@ func exprRelock(t *stacks.Thread) (argRelock, bool) {
 // the lock, and released by no returned call after it.
 func heldReturnedLock(t *stacks.Thread, asker int, names func(stacks.Arg) bool) *stacks.ReturnedCall {
 	var held *stacks.ReturnedCall
-	for i := range t.Returned {
-		rc := &t.Returned[i]
+	returned := t.Returned()
+	for i := range returned {
+		rc := &returned[i]
 		if rc.Caller < asker || !slices.ContainsFunc(rc.Args, names) {
 			continue
 		}

@@ -117,7 +117,7 @@ func (m factMemo[V]) memoized(k factKey, f func() V) V {
 // to every thread alike: it must not name t.
 func perStack[V any](memo factMemo[V], t *stacks.Thread, f func() V) V {
 	k, ok := sharedKey(t)
-	if !ok || len(t.Returned) > 0 {
+	if !ok || len(t.Returned()) > 0 {
 		return f()
 	}
 	return memo.memoized(k, f)

@@ -29,7 +29,7 @@ func TestPlainThreadWritesTheEncodersBytes(t *testing.T) {
 		{Tid: 10, Name: "c1\u0085", Stack: stack},
 		{Tid: 11, Name: `q"uote\`, Stack: stack},
 		{Tid: 12, Stack: stack, Notes: []string{"fine", "tab\there"}},
-		{Tid: 13, Stack: stack, Handle: 0x7f12},
+		{Tid: 13, Stack: stack, ThreadRare: &stacks.ThreadRare{HandleID: 0x7f12}},
 		{Tid: 14, Stack: stack, Wait: &stacks.Wait{Syscall: "futex", Nr: 202}},
 		{Tid: 15, Stack: stack, Runtime: stacks.PythonHoldingGIL()},
 		{Tid: 16, Stack: stack, Samples: []stacks.Sample{{State: "S", Stack: stack}}},

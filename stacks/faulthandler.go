@@ -244,7 +244,7 @@ func (p *fhParser) header(no int, id uint64, current bool, name string) {
 	if id != 0 {
 		d.seen[id] = true
 	}
-	th := &Thread{Handle: id, Name: name, Stack: []Frame{}}
+	th := &Thread{Name: name, Stack: []Frame{}, ThreadRare: &ThreadRare{HandleID: id}}
 	if current {
 		th.Notes = append(th.Notes, "faulthandler's current thread (the one that faulted or took the signal)")
 		d.current = th
@@ -331,10 +331,10 @@ func (p *fhParser) snapshot() *Snapshot {
 		if len(g) > 1 {
 			// threads by handle, in the last dump's order; each dump is a sample
 			for _, th := range last.threads {
-				t := &Thread{Handle: th.Handle, Name: th.Name, Stack: th.Stack, Notes: th.Notes}
+				t := &Thread{Name: th.Name, Stack: th.Stack, Notes: th.Notes, ThreadRare: th.ThreadRare}
 				for _, d := range g {
 					for _, dt := range d.threads {
-						if dt.Handle == th.Handle {
+						if dt.Handle() == th.Handle() {
 							t.Samples = append(t.Samples, Sample{Stack: dt.Stack})
 						}
 					}
@@ -360,10 +360,10 @@ func (p *fhParser) snapshot() *Snapshot {
 		if len(groups) > 1 {
 			proc.Notes = append(proc.Notes, fmt.Sprintf("faulthandler dump %d of %d in the input (line %d); faulthandler names no pid", gi+1, len(groups), g[0].line))
 		}
-		if gi > 0 && len(last.threads) == 1 && last.threads[0].Handle != 0 {
+		if gi > 0 && len(last.threads) == 1 && last.threads[0].Handle() != 0 {
 			// a pthread_t is an address: the same one in an earlier dump
 			// is the thread that called fork() there
-			id := last.threads[0].Handle
+			id := last.threads[0].Handle()
 			for pj := gi - 1; pj >= 0; pj-- {
 				if prev := groups[pj][len(groups[pj])-1]; prev.seen[id] && len(prev.threads) > 1 {
 					proc.Notes = append(proc.Notes, fmt.Sprintf("its only thread, 0x%016x, is also a thread of dump %d: likely a child that dump's process fork()ed", id, pj+1))
@@ -394,7 +394,7 @@ func sameThreads(a, b *fhDump) bool {
 		return false
 	}
 	for _, t := range a.threads {
-		if t.Handle == 0 || !b.seen[t.Handle] {
+		if t.Handle() == 0 || !b.seen[t.Handle()] {
 			return false
 		}
 	}

@@ -46,8 +46,8 @@ func TestParseFaulthandlerTimeoutRepeat(t *testing.T) {
 		t.Fatalf("threads %d, notes %q", len(p.Threads), p.Notes)
 	}
 	holder, main := p.Threads[0], p.Threads[1]
-	if holder.Tid != 0 || holder.Handle != 0x00007f0c67fff6c0 || main.Handle != 0x00007f0c6cf2b2c0 {
-		t.Errorf("handles %#x %#x (tid %d): faulthandler prints pthread_t, not a tid", holder.Handle, main.Handle, holder.Tid)
+	if holder.Tid != 0 || holder.Handle() != 0x00007f0c67fff6c0 || main.Handle() != 0x00007f0c6cf2b2c0 {
+		t.Errorf("handles %#x %#x (tid %d): faulthandler prints pthread_t, not a tid", holder.Handle(), main.Handle(), holder.Tid)
 	}
 	want := []Frame{
 		{Func: "main", File: "testdata/patients/lock.py", Line: 48},
@@ -62,7 +62,7 @@ func TestParseFaulthandlerTimeoutRepeat(t *testing.T) {
 	}
 	for _, th := range p.Threads {
 		if len(th.Samples) != 2 || !reflect.DeepEqual(th.Samples[0].Stack, th.Stack) || !reflect.DeepEqual(th.Samples[1].Stack, th.Stack) {
-			t.Errorf("thread %#x: samples %+v", th.Handle, th.Samples)
+			t.Errorf("thread %#x: samples %+v", th.Handle(), th.Samples)
 		}
 	}
 }
@@ -76,8 +76,8 @@ func TestParseFaulthandlerSignalParentAndChild(t *testing.T) {
 	if len(parent.Threads) != 2 || len(child.Threads) != 1 {
 		t.Fatalf("parent %d threads, child %d", len(parent.Threads), len(child.Threads))
 	}
-	if child.Threads[0].Handle != parent.Threads[1].Handle {
-		t.Errorf("child thread %#x, parent main %#x", child.Threads[0].Handle, parent.Threads[1].Handle)
+	if child.Threads[0].Handle() != parent.Threads[1].Handle() {
+		t.Errorf("child thread %#x, parent main %#x", child.Threads[0].Handle(), parent.Threads[1].Handle())
 	}
 	if got := funcs(child.Threads[0].Stack)[:2]; !reflect.DeepEqual(got, []string{"child_main", "main"}) {
 		t.Errorf("child %q", got)
@@ -87,7 +87,7 @@ func TestParseFaulthandlerSignalParentAndChild(t *testing.T) {
 	}
 	for _, th := range []*Thread{parent.Threads[1], child.Threads[0]} {
 		if len(th.Notes) != 1 || !strings.Contains(th.Notes[0], "current thread") {
-			t.Errorf("thread %#x notes %q", th.Handle, th.Notes)
+			t.Errorf("thread %#x notes %q", th.Handle(), th.Notes)
 		}
 	}
 }
@@ -152,8 +152,8 @@ Thread 0x00000000000000
 	if want := []Frame{{Func: "f", File: "a.py", Line: 3}, {}}; !reflect.DeepEqual(th[0].Stack, want) {
 		t.Errorf("stack %+v", th[0].Stack)
 	}
-	if th[1].Handle != 1 || !reflect.DeepEqual(th[1].Notes, []string{"garbage-collecting", "more than 100 frames: the outermost are not in the dump"}) {
-		t.Errorf("thread 1 %#x notes %q", th[1].Handle, th[1].Notes)
+	if th[1].Handle() != 1 || !reflect.DeepEqual(th[1].Notes, []string{"garbage-collecting", "more than 100 frames: the outermost are not in the dump"}) {
+		t.Errorf("thread 1 %#x notes %q", th[1].Handle(), th[1].Notes)
 	}
 	if len(th[2].Stack) != 1 || th[2].Stack[0].File != "/usr/lib/python3.11/thread" || len(th[2].Notes) != 2 {
 		t.Errorf("cut thread %+v notes %q", th[2].Stack, th[2].Notes)

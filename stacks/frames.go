@@ -413,7 +413,10 @@ func (p *flParser) end() {
 			st[i], st[j] = st[j], st[i]
 		}
 	}
-	t := &Thread{Stack: st, Returned: returned}
+	t := &Thread{Stack: st}
+	if len(returned) > 0 {
+		t.SetReturned(returned)
+	}
 	if p.header != "" {
 		t.Name = clipText(strings.TrimSuffix(p.header, ":"), 120)
 		if m := flThreadRE.FindStringSubmatch(p.header); m != nil {

@@ -58,14 +58,14 @@ func TestFramesCallTree(t *testing.T) {
 func TestFramesReturnedCalls(t *testing.T) {
 	snap, _ := parseStoredDump(t, "frames", "rtklib_call_tree.txt", ParseFrames)
 	th := snap.Processes[0].Threads[0]
-	if len(th.Returned) != 2 {
-		t.Fatalf("returned %+v", th.Returned)
+	if len(th.Returned()) != 2 {
+		t.Fatalf("returned %+v", th.Returned())
 	}
-	first := th.Returned[0]
+	first := th.Returned()[0]
 	if first.Func != "lock" || first.Line != 2772 || th.Stack[first.Caller].Func != "traceswap" || len(first.Args) != 1 || first.Args[0].Value != "&lock_trace" {
 		t.Errorf("first returned call %+v (caller %q)", first, th.Stack[first.Caller].Func)
 	}
-	if r := th.Returned[1]; r.Func != "traceswap" || th.Stack[r.Caller].Func != "trace" || r.Caller != 1 {
+	if r := th.Returned()[1]; r.Func != "traceswap" || th.Stack[r.Caller].Func != "trace" || r.Caller != 1 {
 		t.Errorf("second returned call %+v", r)
 	}
 	if a := th.Stack[0].Args; len(a) != 1 || a[0].Value != "&lock_trace" {

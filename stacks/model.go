@@ -134,22 +134,67 @@ type Thread struct {
 	// several inferiors), lldb's "thread #3". Absent when the source
 	// numbers no threads (a live attach names them by Tid).
 	Number string `json:"number,omitempty"`
-	// Handle is the thread's id as a runtime printed it when the dump
-	// gives no kernel tid: the pthread_t of a CPython faulthandler dump
-	// or of py-spy on macOS (0x7f…). Tid is then 0.
-	Handle uint64 `json:"handle,omitempty"`
 	// Runtime is what a language runtime says of the thread besides its
 	// stack (a goroutine's status and creator, the Python thread that
 	// holds the GIL, a Java thread's monitors); nil for a native thread.
 	// The JSON keeps hangdoc/v1's names for it: "goroutine", "holds_gil"
 	// (runtime_thread.go).
 	Runtime *RuntimeThread `json:"-"`
-	// Returned are the calls a call tree drawn by hand shows had returned
-	// before the stack's innermost call (frames.go: RTKLIB#170's first
-	// lock(&lock_trace)), in the tree's order, each with its arguments:
-	// a lock one took is held while its caller is still on the stack. Only
-	// calls whose caller is on the stack; absent for every tool's dump.
-	Returned []ReturnedCall `json:"returned,omitempty"`
+	// ThreadRare holds what few dumps give a thread (Handle, Returned),
+	// nil for the others: 32 bytes less a thread, 1.5 MB of a goroutine
+	// dump of 47,000. Read and set them through the methods, which
+	// allow for nil; the JSON has them as members of the thread.
+	*ThreadRare
+}
+
+// ThreadRare is what few threads have; see Thread.
+type ThreadRare struct {
+	// HandleID is the thread's id as a runtime printed it when the dump
+	// gives no kernel tid: the pthread_t of a CPython faulthandler dump
+	// or of py-spy on macOS (0x7f…). Tid is then 0.
+	HandleID uint64 `json:"handle,omitempty"`
+	// ReturnedCalls are the calls a call tree drawn by hand shows had
+	// returned before the stack's innermost call (frames.go: RTKLIB#170's
+	// first lock(&lock_trace)), in the tree's order, each with its
+	// arguments: a lock one took is held while its caller is still on the
+	// stack. Only calls whose caller is on the stack; absent for every
+	// tool's dump.
+	ReturnedCalls []ReturnedCall `json:"returned,omitempty"`
+}
+
+// Handle is the thread's id as its runtime printed it (ThreadRare), 0
+// when the dump gave none.
+func (t *Thread) Handle() uint64 {
+	if t.ThreadRare == nil {
+		return 0
+	}
+	return t.HandleID
+}
+
+// Returned are the calls a hand-drawn tree shows had returned
+// (ThreadRare); nil for every tool's dump.
+func (t *Thread) Returned() []ReturnedCall {
+	if t.ThreadRare == nil {
+		return nil
+	}
+	return t.ReturnedCalls
+}
+
+// SetHandle sets Handle; a copy of the thread keeps its own.
+func (t *Thread) SetHandle(h uint64) { t.rare().HandleID = h }
+
+// SetReturned sets Returned; a copy of the thread keeps its own.
+func (t *Thread) SetReturned(calls []ReturnedCall) { t.rare().ReturnedCalls = calls }
+
+// rare is the thread's own ThreadRare to write into: copied, not shared
+// with a copy of the thread made before.
+func (t *Thread) rare() *ThreadRare {
+	r := &ThreadRare{}
+	if t.ThreadRare != nil {
+		*r = *t.ThreadRare
+	}
+	t.ThreadRare = r
+	return r
 }
 
 // ReturnedCall is a call that had returned: its frame, and Caller, the

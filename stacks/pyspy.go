@@ -353,7 +353,7 @@ func (p *pyParser) mergeRepeats() []*Process {
 	return out
 }
 
-func threadKey(t *Thread) [2]uint64 { return [2]uint64{uint64(t.Tid), t.Handle} }
+func threadKey(t *Thread) [2]uint64 { return [2]uint64{uint64(t.Tid), t.Handle()} }
 
 // Bounds on what --locals may add to one frame.
 const (
@@ -391,7 +391,8 @@ func (p *pyParser) thread(m []string) {
 	status := m[2] + m[3]
 	th := &Thread{Name: m[4], Stack: []Frame{}}
 	if strings.HasPrefix(m[1], "0x") || strings.HasPrefix(m[1], "0X") {
-		th.Handle, _ = strconv.ParseUint(m[1][2:], 16, 64)
+		h, _ := strconv.ParseUint(m[1][2:], 16, 64)
+		th.SetHandle(h)
 	} else {
 		th.Tid, _ = strconv.Atoi(m[1]) // 0 when the id was left out
 	}
@@ -569,7 +570,7 @@ func pySpyFromJSON(b []byte, lineBase int, readErr error, skipped ...Skipped) (*
 		if tr.OSThreadID != nil && *tr.OSThreadID <= 1<<31 {
 			th.Tid = int(*tr.OSThreadID)
 		} else {
-			th.Handle = tr.ThreadID
+			th.SetHandle(tr.ThreadID)
 		}
 		for _, jf := range tr.Frames {
 			if len(th.Stack) >= maxPyFrames {

@@ -209,7 +209,7 @@ Error: Failed to merge native and python frames (Have 2 native and 3 python)
 		t.Fatalf("err %v skipped %v", err, skipped)
 	}
 	p := snap.Processes[0]
-	if len(p.Threads) != 3 || p.Threads[0].Handle != 0x7F2E659BF2C0 || p.Threads[0].Tid != 0 || p.Threads[0].State != "R" ||
+	if len(p.Threads) != 3 || p.Threads[0].Handle() != 0x7F2E659BF2C0 || p.Threads[0].Tid != 0 || p.Threads[0].State != "R" ||
 		p.Threads[1].Tid != 12 || p.Threads[1].Name != "" || len(p.Threads[2].Stack) != 0 {
 		t.Errorf("threads %+v %+v %+v", p.Threads[0], p.Threads[1], p.Threads[2])
 	}

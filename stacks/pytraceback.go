@@ -126,14 +126,14 @@ func (p *pyTBParser) line(l textLine) {
 	if m := pyTBStackRE.FindStringSubmatch(t); m != nil {
 		p.allThreads = true
 		h, _ := strconv.ParseUint(m[2], 10, 64)
-		p.start(&Thread{Name: m[1], Handle: h})
+		p.start(&Thread{Name: m[1], ThreadRare: &ThreadRare{HandleID: h}})
 		return
 	}
 	if m := pyTBThreadRE.FindStringSubmatch(t); m != nil {
 		p.allThreads = true
 		id := m[2] + m[3]
 		h, _ := strconv.ParseUint(id, 10, 64)
-		p.start(&Thread{Name: m[1], Handle: h})
+		p.start(&Thread{Name: m[1], ThreadRare: &ThreadRare{HandleID: h}})
 		return
 	}
 	if f, ok := pyTracebackFrame(t); ok {
@@ -189,7 +189,7 @@ func (p *pyTBParser) end() {
 	if st == nil {
 		p.cur.Stack = []Frame{}
 	}
-	if len(st) > 0 || p.cur.Handle != 0 {
+	if len(st) > 0 || p.cur.Handle() != 0 {
 		p.proc.Threads = append(p.proc.Threads, p.cur)
 	}
 	p.cur = nil

@@ -19,7 +19,7 @@ func TestPyTracebackCurrentFrames(t *testing.T) {
 		t.Fatalf("%d threads", len(p.Threads))
 	}
 	ba := threadByName(t, p, "ba")
-	if ba.Handle == 0 || ba.Stack[0].Func != "ba" || ba.Stack[0].Line != 12 {
+	if ba.Handle() == 0 || ba.Stack[0].Func != "ba" || ba.Stack[0].Line != 12 {
 		t.Errorf("ba: %+v", ba.Stack[0])
 	}
 }
