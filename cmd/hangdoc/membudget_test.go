@@ -77,8 +77,8 @@ func TestMemBudget(t *testing.T) {
 // fileGrowth, at least half the size, at most maxEarlyLimit.
 func TestEarlyLimit(t *testing.T) {
 	for _, c := range []struct{ total, resident, want int64 }{
-		{32 << 20, 9 << 20, 32<<20 - 9<<20 - fileGrowth},
-		{100 << 20, 11 << 20, 100<<20 - 11<<20 - fileGrowth},
+		{32 << 20, 9 << 20, 32<<20 - 9<<20 - fileGrowth - 1<<20},
+		{100 << 20, 11 << 20, 100<<20 - 11<<20 - fileGrowth - 100<<20/32},
 		{16 << 20, 12 << 20, 8 << 20}, // the binary's pages and more: half
 		{1 << 30, 11 << 20, maxEarlyLimit},
 	} {
