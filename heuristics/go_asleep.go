@@ -56,13 +56,13 @@ func goAsleep(gp *goProc) *goAsleepFinding {
 			switch g.kind {
 			case stacks.GoWaitMutex, stacks.GoWaitRLock, stacks.GoWaitWLock, stacks.GoWaitWaitGroup, stacks.GoWaitSend:
 				telling = true
-				long = long || g.g.WaitMinutes > 0
+				long = long || g.rt().WaitMinutes > 0
 			}
 		case g.kind == stacks.GoWaitSleep:
 			f.timers = append(f.timers, g)
 		case g.kind == stacks.GoWaitIO:
 			f.pollers = append(f.pollers, g)
-		case g.kind == "" && g.g.Status == "semacquire":
+		case g.kind == "" && g.rt().Status == "semacquire":
 			f.blocked = append(f.blocked, g)
 			telling = true
 		default:
@@ -99,7 +99,7 @@ func goAsleepDiagnosis(gp *goProc, f *goAsleepFinding) Diagnosis {
 	d.nameGoroutines(f.blocked...)
 	minutes := 0
 	for _, g := range f.blocked {
-		minutes = max(minutes, g.g.WaitMinutes)
+		minutes = max(minutes, g.rt().WaitMinutes)
 	}
 	switch {
 	case f.runtimeSaid:

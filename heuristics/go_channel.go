@@ -85,18 +85,18 @@ func goOrphanedChannels(gp *goProc) []goOrphan {
 	anyRuns := goAnyRuns(users)
 	for _, g := range users {
 		switch {
-		case strings.Contains(g.g.Status, "(nil chan)"):
+		case strings.Contains(g.rt().Status, "(nil chan)"):
 			out = append(out, goOrphan{g: g, nilChan: true})
 			continue
 		case g.kind != stacks.GoWaitSend && g.kind != stacks.GoWaitRecv:
 			continue
-		case g.kind == stacks.GoWaitRecv && notifiers[g.g.CreatedByID]:
+		case g.kind == stacks.GoWaitRecv && notifiers[g.rt().CreatedByID]:
 			continue // a signal may feed it (goSignalNotifiers)
-		case g.kind == stacks.GoWaitRecv && notifiers[0] && g.g.CreatedByID == 0 && g.g.WaitMinutes == 0:
+		case g.kind == stacks.GoWaitRecv && notifiers[0] && g.rt().CreatedByID == 0 && g.rt().WaitMinutes == 0:
 			continue // before Go 1.21 a dump names no creating goroutine: any recent receive may be a signal channel
 		}
-		cr := g.g.CreatedBy.Func
-		if cr == "" && g.kind == stacks.GoWaitSend && g.g.WaitMinutes >= goLongSendMinutes && !piled[g] && !anyRuns && !reach.reached(g) {
+		cr := g.rt().CreatedBy.Func
+		if cr == "" && g.kind == stacks.GoWaitSend && g.rt().WaitMinutes >= goLongSendMinutes && !piled[g] && !anyRuns && !reach.reached(g) {
 			out = append(out, goOrphan{g: g, longSend: true})
 			continue
 		}
@@ -132,7 +132,7 @@ func asleepSends(gp *goProc) []goOrphan {
 		default:
 			return nil // a lock or a WaitGroup: their own signatures say more
 		}
-		cut = cut || stacks.StackCut(g.t)
+		cut = cut || stacks.StackCut(g.ref.Thread)
 	}
 	var out []goOrphan
 	for _, g := range f.blocked {
@@ -158,7 +158,7 @@ func onlyChannelsAsleep(gp *goProc, users []*gor) bool {
 			plain = true
 		case stacks.GoWaitSelect:
 		default:
-			if !strings.Contains(g.g.Status, "chan ") {
+			if !strings.Contains(g.rt().Status, "chan ") {
 				return false
 			}
 		}
@@ -175,8 +175,8 @@ func onlyChannelsAsleep(gp *goProc, users []*gor) bool {
 func goSignalNotifiers(gp *goProc) map[int]bool {
 	out := map[int]bool{}
 	for _, g := range gp.all {
-		if strings.HasPrefix(g.g.CreatedBy.Func, "os/signal.Notify") {
-			out[g.g.CreatedByID] = true // 0: signal.Notify was called, by a goroutine the dump does not name
+		if strings.HasPrefix(g.rt().CreatedBy.Func, "os/signal.Notify") {
+			out[g.rt().CreatedByID] = true // 0: signal.Notify was called, by a goroutine the dump does not name
 		}
 	}
 	return out
@@ -186,16 +186,16 @@ func goSignalNotifiers(gp *goProc) map[int]bool {
 // no longer in the function with the go statement, which made (or held)
 // the channel.
 func goCreatorLeft(gp *goProc, g *gor) (string, bool) {
-	cr := g.g.CreatedBy.Func
+	cr := g.rt().CreatedBy.Func
 	inFunc := func(c *gor) bool {
-		for _, f := range c.t.Stack {
+		for _, f := range c.ref.Thread.Stack {
 			if f.Func == cr {
 				return true
 			}
 		}
 		return false
 	}
-	if id := g.g.CreatedByID; id != 0 {
+	if id := g.rt().CreatedByID; id != 0 {
 		c := gp.byTid(id)
 		switch {
 		case c == nil:
@@ -226,7 +226,7 @@ func goChannelReached(users []*gor, g *gor) bool {
 			continue // blocked the same way on it: no partner
 		}
 		if g.obj != 0 {
-			for _, f := range o.t.Stack {
+			for _, f := range o.ref.Thread.Stack {
 				if stacks.GoMachineryFrame(f.Func) {
 					continue
 				}
@@ -237,7 +237,7 @@ func goChannelReached(users []*gor, g *gor) bool {
 				}
 			}
 		}
-		sibling := o.g.CreatedBy.Func == g.g.CreatedBy.Func && o.g.CreatedByID == g.g.CreatedByID
+		sibling := o.rt().CreatedBy.Func == g.rt().CreatedBy.Func && o.rt().CreatedByID == g.rt().CreatedByID
 		if sibling && o.kind != stacks.GoWaitSend && o.kind != stacks.GoWaitRecv {
 			return true // started in the same place, not stuck on a channel of its own: it may hold this one
 		}
@@ -270,7 +270,7 @@ func newGoReach(users []*gor) *goReach {
 	r := &goReach{users: users, refs: map[uint64]int{}, same: map[goObjKind]int{}, open: map[goSite]int{}}
 	for _, o := range users {
 		var held []uint64
-		for _, f := range o.t.Stack {
+		for _, f := range o.ref.Thread.Stack {
 			if stacks.GoMachineryFrame(f.Func) {
 				continue
 			}
@@ -287,7 +287,7 @@ func newGoReach(users []*gor) *goReach {
 			}
 		}
 		if o.kind != stacks.GoWaitSend && o.kind != stacks.GoWaitRecv {
-			r.open[goSite{o.g.CreatedBy.Func, o.g.CreatedByID}]++
+			r.open[goSite{o.rt().CreatedBy.Func, o.rt().CreatedByID}]++
 		}
 	}
 	return r
@@ -305,7 +305,7 @@ func (r *goReach) reached(g *gor) bool {
 	if g.obj != 0 && r.refs[g.obj]-r.same[goObjKind{g.obj, g.kind}] > 0 {
 		return true
 	}
-	return r.open[goSite{g.g.CreatedBy.Func, g.g.CreatedByID}] > 0
+	return r.open[goSite{g.rt().CreatedBy.Func, g.rt().CreatedByID}] > 0
 }
 
 // goAnyRuns: a user goroutine runs, is runnable or in a system call.
@@ -328,7 +328,7 @@ func goOrphanDiagnosis(o goOrphan) Diagnosis {
 		Refs: []string{"https://go.dev/ref/spec#Send_statements", "https://go.dev/wiki/CommonMistakes"}}
 	d.nameGoroutines(g)
 	op, verb := "send on", "send"
-	if g.kind == stacks.GoWaitRecv || strings.Contains(g.g.Status, "receive") {
+	if g.kind == stacks.GoWaitRecv || strings.Contains(g.rt().Status, "receive") {
 		op, verb = "receive from", "receive"
 	}
 	d.Chain = append(d.Chain, g.label()+" "+g.waitText())
@@ -369,7 +369,7 @@ func goOrphanDiagnosis(o goOrphan) Diagnosis {
 	if o.longSend {
 		d.Confidence = Low
 		d.Summary = fmt.Sprintf("%s has waited %d minutes or more to send on %s in %s, and no goroutine of the dump "+
-			"receives from it or runs: most likely its receiver gave up", g.label(), g.g.WaitMinutes, objText("a channel", g.obj), g.where())
+			"receives from it or runs: most likely its receiver gave up", g.label(), g.rt().WaitMinutes, objText("a channel", g.obj), g.where())
 		d.Chain = append(d.Chain,
 			"a plain send (not in a select) waits for a receiver; none of the goroutines shown waits to receive or runs",
 			"the usual cause: the goroutine meant to receive returned (a timeout, an error path, a cancelled context) and "+
@@ -383,11 +383,11 @@ func goOrphanDiagnosis(o goOrphan) Diagnosis {
 	}
 	d.Summary = fmt.Sprintf("%s waits to %s %s that no live goroutine can reach: %s",
 		g.label(), op, objText("channel", g.obj), o.creatorLeft)
-	cf := g.g.CreatedBy
+	cf := g.rt().CreatedBy
 	d.Chain = append(d.Chain,
 		fmt.Sprintf("it was started by %s; %s", frameAt(cf), o.creatorLeft),
 		"no other goroutine received the channel or was started there: nobody will take the other side")
-	if g.kind == stacks.GoWaitRecv && g.g.WaitMinutes == 0 {
+	if g.kind == stacks.GoWaitRecv && g.rt().WaitMinutes == 0 {
 		d.Confidence = Low // a timer's channel (time.Tick) is fed by the runtime, not a goroutine
 		d.Evidence = append(d.Evidence, "blocked under a minute: a receive from a timer's channel would look the same")
 	}

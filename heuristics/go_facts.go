@@ -45,12 +45,11 @@ var goStatusKinds = map[string]string{
 }
 
 // gor is one goroutine as the Go signatures see it. What its stack and
-// runtime facts say (gorFacts) is shared by the goroutines alike: 40
-// bytes a goroutine, not 96, for a dump of 100,000 of them.
+// runtime facts say (gorFacts) is shared by the goroutines alike: 24
+// bytes a goroutine, not 96, for a dump of 100,000 of them (its thread
+// and runtime facts are read through ref, not kept twice).
 type gor struct {
 	ref ThreadRef
-	t   *stacks.Thread
-	g   *stacks.RuntimeThread
 	*gorFacts
 }
 
@@ -89,12 +88,12 @@ func (gp *goProc) byTid(tid int) *gor {
 	}
 	if !gp.indexed {
 		gp.indexed = true
-		if !slices.IsSortedFunc(gp.all, func(x, y *gor) int { return cmp.Compare(x.t.Tid, y.t.Tid) }) {
+		if !slices.IsSortedFunc(gp.all, func(x, y *gor) int { return cmp.Compare(x.ref.Thread.Tid, y.ref.Thread.Tid) }) {
 			gp.byID = make([]int32, len(gp.all))
 			for i := range gp.byID {
 				gp.byID[i] = int32(i)
 			}
-			slices.SortStableFunc(gp.byID, func(x, y int32) int { return cmp.Compare(gp.all[x].t.Tid, gp.all[y].t.Tid) })
+			slices.SortStableFunc(gp.byID, func(x, y int32) int { return cmp.Compare(gp.all[x].ref.Thread.Tid, gp.all[y].ref.Thread.Tid) })
 		}
 	}
 	at := func(i int) *gor {
@@ -104,8 +103,8 @@ func (gp *goProc) byTid(tid int) *gor {
 		return gp.all[i]
 	}
 	// the first index past tid, then one back: the last of its id
-	i := sort.Search(len(gp.all), func(i int) bool { return at(i).t.Tid > tid })
-	if i > 0 && at(i-1).t.Tid == tid {
+	i := sort.Search(len(gp.all), func(i int) bool { return at(i).ref.Thread.Tid > tid })
+	if i > 0 && at(i-1).ref.Thread.Tid == tid {
 		return at(i - 1)
 	}
 	return nil
@@ -152,7 +151,7 @@ func (gp *goProc) fragment() bool {
 		return false
 	}
 	for _, g := range gp.all {
-		if g.t.Tid <= 0 {
+		if g.ref.Thread.Tid <= 0 {
 			return false // ids not printed: completeness not known either way
 		}
 	}
@@ -180,7 +179,7 @@ func newGorMemo(p *stacks.Process, t *stacks.Thread, memo map[gorKey]*gorFacts) 
 	rt := t.Goroutine()
 	k := gorKey{&t.Stack[0], len(t.Stack), rt.Status, rt.CreatedBy.Func, t.Tid == 0, rt.Object}
 	if f, ok := memo[k]; ok {
-		return gor{ref: ThreadRef{Proc: p, Thread: t}, t: t, g: rt, gorFacts: f}
+		return gor{ref: ThreadRef{Proc: p, Thread: t}, gorFacts: f}
 	}
 	g := newGor(p, t)
 	memo[k] = g.gorFacts
@@ -189,7 +188,7 @@ func newGorMemo(p *stacks.Process, t *stacks.Thread, memo map[gorKey]*gorFacts) 
 
 func newGor(p *stacks.Process, t *stacks.Thread) *gor {
 	f := &gorFacts{obj: t.Goroutine().Object}
-	g := &gor{ref: ThreadRef{Proc: p, Thread: t}, t: t, g: t.Goroutine(), gorFacts: f}
+	g := &gor{ref: ThreadRef{Proc: p, Thread: t}, gorFacts: f}
 	f.wait = stacks.GoWaitOf(t.Stack)
 	status := t.Goroutine().Status
 	switch {
@@ -259,25 +258,25 @@ func (g *gor) blockedForever() bool {
 // debug=1 profile's "waiting", its runtime frames cut): many at one
 // place are a pile, though no one of them says it is blocked for ever.
 func (g *gor) parkedUnknown() bool {
-	return g.kind == "" && g.g.Status == "waiting"
+	return g.kind == "" && g.rt().Status == "waiting"
 }
 
 func (g *gor) label() string {
-	if g.t.Tid == 0 {
+	if g.ref.Thread.Tid == 0 {
 		return "the goroutine whose header the paste cut"
 	}
-	return goroutineLabel(g.t)
+	return goroutineLabel(g.ref.Thread)
 }
 
 // place is the function a goroutine is parked in, past the runtime's and
 // sync's frames: where goroutines that pile up are alike.
 func (g *gor) place() string {
-	for i := min(g.wait.Caller, len(g.t.Stack)); i < len(g.t.Stack); i++ {
-		if fn := g.t.Stack[i].Func; fn != "" && !stacks.GoMachineryFrame(fn) {
+	for i := min(g.wait.Caller, len(g.ref.Thread.Stack)); i < len(g.ref.Thread.Stack); i++ {
+		if fn := g.ref.Thread.Stack[i].Func; fn != "" && !stacks.GoMachineryFrame(fn) {
 			return fn
 		}
 	}
-	for _, f := range g.t.Stack {
+	for _, f := range g.ref.Thread.Stack {
 		if f.Func != "" && !stacks.GoMachineryFrame(f.Func) {
 			return f.Func
 		}
@@ -288,7 +287,7 @@ func (g *gor) place() string {
 // callerFrame is the frame that asked to wait (the code that called
 // Lock, sent, waited), or the innermost frame when none is known.
 func (g *gor) callerFrame() (stacks.Frame, bool) {
-	st := g.t.Stack
+	st := g.ref.Thread.Stack
 	switch {
 	case g.wait.Caller < len(st):
 		return st[g.wait.Caller], true
@@ -365,18 +364,18 @@ func (g *gor) waitText() string {
 	case stacks.GoWaitSelect:
 		s = "waits in a select"
 	case stacks.GoWaitBlock:
-		s = "is parked for ever (" + g.g.Status + ")"
+		s = "is parked for ever (" + g.rt().Status + ")"
 	case stacks.GoWaitSleep:
 		s = "sleeps"
 	case stacks.GoWaitIO:
 		s = "waits on the network poller"
 	case goRunning:
-		s = "is " + g.g.Status
+		s = "is " + g.rt().Status
 	default:
-		s = "is parked (" + g.g.Status + ")"
+		s = "is parked (" + g.rt().Status + ")"
 	}
 	s += " in " + g.where()
-	if m := g.g.WaitMinutes; m > 0 {
+	if m := g.rt().WaitMinutes; m > 0 {
 		s += fmt.Sprintf(", for %d minutes or more", m)
 	}
 	return s
@@ -385,7 +384,7 @@ func (g *gor) waitText() string {
 // goStackLine shows a goroutine's user frames from the one that waits,
 // for the evidence.
 func (g *gor) stackLine() string {
-	return g.label() + " [" + g.g.Status + "]: " + goUserFrames(g.t.Stack, g.wait.Caller, 4)
+	return g.label() + " [" + g.rt().Status + "]: " + goUserFrames(g.ref.Thread.Stack, g.wait.Caller, 4)
 }
 
 // goUserFrames renders up to n frames from index from: "f (file:line) ← g".
@@ -438,7 +437,7 @@ type holdEvidence struct {
 }
 
 func (h holdEvidence) text(g *gor, obj uint64) string {
-	f := g.t.Stack[h.frame]
+	f := g.ref.Thread.Stack[h.frame]
 	rel := "the object itself"
 	if !h.exact {
 		rel = fmt.Sprintf("%#x bytes before it: the struct it is a field of", obj-h.arg)
@@ -458,8 +457,8 @@ func mayHold(g *gor, obj uint64, from int) (holdEvidence, bool) {
 	}
 	var best holdEvidence
 	found := false
-	for i := max(from, 0); i < len(g.t.Stack); i++ {
-		f := g.t.Stack[i]
+	for i := max(from, 0); i < len(g.ref.Thread.Stack); i++ {
+		f := g.ref.Thread.Stack[i]
 		if stacks.GoMachineryFrame(f.Func) {
 			continue
 		}
@@ -557,3 +556,6 @@ func perGoProc[T any](a *analysis, find func(*goProc) []T, diagnose func(*goProc
 	}
 	return ds
 }
+
+// rt is the goroutine's runtime facts (its status, its creator).
+func (x *gor) rt() *stacks.RuntimeThread { return x.ref.Thread.Runtime }

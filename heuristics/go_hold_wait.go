@@ -18,8 +18,8 @@ import (
 // goHeldScope is the frame of a goroutine that holds a lock while it
 // runs, below its wait; -1 when none.
 func goHeldScope(g *gor) int {
-	for i := g.wait.Caller + 1; i < len(g.t.Stack); i++ {
-		if r := stacks.FrameRow(g.t.Stack[i]); r != nil && r.Runtime == "go" && r.Role == stacks.RoleHolds {
+	for i := g.wait.Caller + 1; i < len(g.ref.Thread.Stack); i++ {
+		if r := stacks.FrameRow(g.ref.Thread.Stack[i]); r != nil && r.Runtime == "go" && r.Role == stacks.RoleHolds {
 			return i
 		}
 	}
@@ -48,7 +48,7 @@ func goHoldWaits(gp *goProc) []goLockCycle {
 
 func goHoldWaitDiagnosis(c goLockCycle) Diagnosis {
 	g := c.steps[0].waiter
-	scope := g.t.Stack[c.scope]
+	scope := g.ref.Thread.Stack[c.scope]
 	row := stacks.FrameRow(scope)
 	d := Diagnosis{ID: "lock-order-cycle", Deadlock: true, Confidence: Low,
 		Refs: []string{"https://pkg.go.dev/sync#Mutex", "https://github.com/sasha-s/go-deadlock"}}

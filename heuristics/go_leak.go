@@ -61,7 +61,7 @@ func goLeaks(gp *goProc) []goLeak {
 	var out []goLeak
 	// grouped as they are, not by their threads and a map back to them
 	// (1.5 MB at 47,000 goroutines)
-	for _, grp := range stacks.GroupBy(blocked, func(g *gor) *stacks.Thread { return g.t }) {
+	for _, grp := range stacks.GroupBy(blocked, func(g *gor) *stacks.Thread { return g.ref.Thread }) {
 		n := len(grp.Threads)
 		if n < goLeakShareMin {
 			break // largest first
@@ -73,8 +73,8 @@ func goLeaks(gp *goProc) []goLeak {
 		creators := map[goCreatorKey]int{}
 		frames := map[goCreatorKey]stacks.Frame{}
 		for _, g := range grp.Threads {
-			mins = append(mins, g.g.WaitMinutes)
-			cf := g.g.CreatedBy
+			mins = append(mins, g.rt().WaitMinutes)
+			cf := g.rt().CreatedBy
 			k := goCreatorKey{cf.Func, cf.File, cf.Line}
 			creators[k]++
 			frames[k] = cf
@@ -124,7 +124,7 @@ func goPastedLeaks(gp *goProc) []goLeak {
 	byPlace := map[string][]*gor{}
 	var order []string
 	for _, g := range users {
-		if g.kind != stacks.GoWaitSend && !(g.kind == "" && g.g.Status == "") {
+		if g.kind != stacks.GoWaitSend && !(g.kind == "" && g.rt().Status == "") {
 			continue
 		}
 		pl := g.place()
@@ -141,7 +141,7 @@ func goPastedLeaks(gp *goProc) []goLeak {
 		gs := byPlace[pl]
 		long := -1
 		for i, g := range gs {
-			if g.kind == stacks.GoWaitSend && g.g.WaitMinutes >= goLongSendMinutes && (long < 0 || g.g.WaitMinutes > gs[long].g.WaitMinutes) {
+			if g.kind == stacks.GoWaitSend && g.rt().WaitMinutes >= goLongSendMinutes && (long < 0 || g.rt().WaitMinutes > gs[long].rt().WaitMinutes) {
 				long = i
 			}
 		}
@@ -149,14 +149,14 @@ func goPastedLeaks(gp *goProc) []goLeak {
 			continue
 		}
 		gs[0], gs[long] = gs[long], gs[0] // the one that says what they wait on speaks for them
-		l := goLeak{gs: gs, minutes: gs[0].g.WaitMinutes, pasted: true}
+		l := goLeak{gs: gs, minutes: gs[0].rt().WaitMinutes, pasted: true}
 		for _, g := range gs {
-			if cf := g.g.CreatedBy; cf.Func != "" && l.creator.Func == "" {
+			if cf := g.rt().CreatedBy; cf.Func != "" && l.creator.Func == "" {
 				l.creator = cf
 			}
 		}
 		for _, g := range gs {
-			if g.g.CreatedBy.Func == l.creator.Func || g.g.CreatedBy.Func == "" {
+			if g.rt().CreatedBy.Func == l.creator.Func || g.rt().CreatedBy.Func == "" {
 				l.created++
 			}
 		}
@@ -176,9 +176,9 @@ func goleakLeaks(gp *goProc) []goLeak {
 	for _, g := range gp.user() {
 		l.gs = append(l.gs, g)
 		if l.creator.Func == "" {
-			l.creator = g.g.CreatedBy
+			l.creator = g.rt().CreatedBy
 		}
-		if g.g.CreatedBy.Func == l.creator.Func {
+		if g.rt().CreatedBy.Func == l.creator.Func {
 			l.created++
 		}
 	}
@@ -199,7 +199,7 @@ func matchGoLeak(a *analysis) []Diagnosis {
 
 func goLeakDiagnosis(gp *goProc, l goLeak) Diagnosis {
 	g := l.gs[0]
-	sort.Slice(l.gs, func(i, j int) bool { return l.gs[i].t.Tid < l.gs[j].t.Tid })
+	sort.Slice(l.gs, func(i, j int) bool { return l.gs[i].ref.Thread.Tid < l.gs[j].ref.Thread.Tid })
 	d := Diagnosis{Deadlock: true, Confidence: Medium,
 		Refs: []string{"https://github.com/uber-go/goleak", "https://go.dev/blog/pipelines"}}
 	d.nameGoroutines(l.gs...)
@@ -207,7 +207,7 @@ func goLeakDiagnosis(gp *goProc, l goLeak) Diagnosis {
 		d.Confidence = Low // parked under a minute: a burst may yet drain; or a few goroutines of a paste
 	}
 	n := len(l.gs)
-	d.Summary = fmt.Sprintf("%d goroutines are parked at one place (%s) in %s", n, g.g.Status, g.where())
+	d.Summary = fmt.Sprintf("%d goroutines are parked at one place (%s) in %s", n, g.rt().Status, g.where())
 	if l.creator.Func != "" {
 		d.Summary += fmt.Sprintf(", started by %s", frameAt(l.creator))
 	}
@@ -234,7 +234,7 @@ func goLeakDiagnosis(gp *goProc, l goLeak) Diagnosis {
 			"channel send no goroutine of the dump receives", frameName(stacks.Frame{Func: g.place()}), n, g.label(), l.minutes)
 		d.Chain = append(d.Chain, g.label()+" "+g.waitText())
 		for _, o := range l.gs[1:] {
-			d.Chain = append(d.Chain, fmt.Sprintf("%s is parked in the same function (%s)", o.label(), goUserFrames(o.t.Stack, 0, 2)))
+			d.Chain = append(d.Chain, fmt.Sprintf("%s is parked in the same function (%s)", o.label(), goUserFrames(o.ref.Thread.Stack, 0, 2)))
 		}
 		if l.creator.Func != "" {
 			d.Chain = append(d.Chain, fmt.Sprintf("they were started by %s", frameAt(l.creator)))
@@ -249,7 +249,7 @@ func goLeakDiagnosis(gp *goProc, l goLeak) Diagnosis {
 	}
 	d.Chain = append(d.Chain,
 		fmt.Sprintf("%d of %d goroutines of the program wait here, same stack: %s", n, len(gp.user()),
-			goUserFrames(g.t.Stack, g.wait.Caller, 4)))
+			goUserFrames(g.ref.Thread.Stack, g.wait.Caller, 4)))
 	starter := "The goroutines parked there" // a profile does not say who started them
 	if l.creator.Func != "" {
 		d.Chain = append(d.Chain, fmt.Sprintf("%d of them were started by %s", l.created, frameAt(l.creator)))
@@ -278,7 +278,7 @@ func goLeakDiagnosis(gp *goProc, l goLeak) Diagnosis {
 
 // goIDRange shows goroutine ids compactly: "20–1019 (1000)".
 func goIDRange(gs []*gor) string {
-	lo, hi := gs[0].t.Tid, gs[len(gs)-1].t.Tid
+	lo, hi := gs[0].ref.Thread.Tid, gs[len(gs)-1].ref.Thread.Tid
 	if hi-lo+1 == len(gs) {
 		return fmt.Sprintf("%d–%d (%d)", lo, hi, len(gs))
 	}

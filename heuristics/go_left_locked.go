@@ -123,13 +123,13 @@ func matchGoLeftLocked(a *analysis) []Diagnosis {
 // second or more: a Go lock is held for microseconds in a healthy
 // program, not across samples.
 func longLockWait(g *gor, snap *stacks.Snapshot) bool {
-	if g.g.WaitMinutes > 0 {
+	if g.rt().WaitMinutes > 0 {
 		return true
 	}
-	if len(g.t.Samples) < 2 || time.Duration(snap.Interval)*time.Duration(len(g.t.Samples)-1) < time.Second {
+	if len(g.ref.Thread.Samples) < 2 || time.Duration(snap.Interval)*time.Duration(len(g.ref.Thread.Samples)-1) < time.Second {
 		return false
 	}
-	for _, s := range g.t.Samples {
+	for _, s := range g.ref.Thread.Samples {
 		if k := stacks.GoWaitOf(s.Stack).Kind; k != stacks.GoWaitMutex && k != stacks.GoWaitWLock {
 			return false
 		}
@@ -188,10 +188,10 @@ func goLeftLockedDiagnosis(gp *goProc, o goLeftLock) Diagnosis {
 // or the runtime's 100-frame limit cut it): no "created by", no
 // runtime.goexit or runtime.main at the bottom.
 func goStackCut(g *gor) bool {
-	if g.g.CreatedBy.Func != "" {
+	if g.rt().CreatedBy.Func != "" {
 		return false
 	}
-	st := g.t.Stack
+	st := g.ref.Thread.Stack
 	if len(st) == 0 {
 		return true
 	}

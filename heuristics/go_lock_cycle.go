@@ -52,11 +52,11 @@ func goHolders(gp *goProc, objs map[uint64]bool) map[uint64][]goLockStep {
 	var ptrs []ptr
 	for _, g := range gp.user() {
 		from := 0
-		if g.kind != goRunning && g.wait.Caller < len(g.t.Stack) {
+		if g.kind != goRunning && g.wait.Caller < len(g.ref.Thread.Stack) {
 			from = g.wait.Caller
 		}
-		for i := from; i < len(g.t.Stack); i++ {
-			f := g.t.Stack[i]
+		for i := from; i < len(g.ref.Thread.Stack); i++ {
+			f := g.ref.Thread.Stack[i]
 			if stacks.GoMachineryFrame(f.Func) {
 				continue
 			}
@@ -88,7 +88,7 @@ func goHolders(gp *goProc, objs map[uint64]bool) map[uint64][]goLockStep {
 		for g, h := range best {
 			out[obj] = append(out[obj], goLockStep{holder: g, obj: obj, ev: h})
 		}
-		sort.Slice(out[obj], func(i, j int) bool { return out[obj][i].holder.t.Tid < out[obj][j].holder.t.Tid })
+		sort.Slice(out[obj], func(i, j int) bool { return out[obj][i].holder.ref.Thread.Tid < out[obj][j].holder.ref.Thread.Tid })
 	}
 	return out
 }
@@ -143,7 +143,7 @@ func goLockCycles(gp *goProc) []goLockCycle {
 			case h == start:
 				c := append(append([]goLockStep(nil), path...), s)
 				cycles = append(cycles, goLockCycle{steps: c, inferred: true, scope: -1})
-			case !onPath[h] && h.t.Tid > start.t.Tid && len(path) < 8:
+			case !onPath[h] && h.ref.Thread.Tid > start.ref.Thread.Tid && len(path) < 8:
 				onPath[h] = true
 				path = append(path, s)
 				dfs(h)
@@ -171,7 +171,7 @@ func goLockCycles(gp *goProc) []goLockCycle {
 			return goHoldWaits(gp) // it runs, or waits on I/O: it may unlock one
 		}
 	}
-	sort.Slice(waiters, func(i, j int) bool { return waiters[i].t.Tid < waiters[j].t.Tid })
+	sort.Slice(waiters, func(i, j int) bool { return waiters[i].ref.Thread.Tid < waiters[j].ref.Thread.Tid })
 	c := goLockCycle{scope: -1}
 	for _, w := range waiters {
 		c.steps = append(c.steps, goLockStep{waiter: w, obj: w.obj})
@@ -193,11 +193,11 @@ func goWriterPrefCycle(gp *goProc) (goLockCycle, bool) {
 		switch {
 		case g.obj != 0:
 			return goLockCycle{}, false // named objects: the pointer-based search decides
-		case g.kind == stacks.GoWaitRLock && g.g.WaitMinutes > 0:
+		case g.kind == stacks.GoWaitRLock && g.rt().WaitMinutes > 0:
 			readers = append(readers, g)
-		case g.kind == stacks.GoWaitWLock && g.g.WaitMinutes > 0:
+		case g.kind == stacks.GoWaitWLock && g.rt().WaitMinutes > 0:
 			writers = append(writers, g)
-		case g.kind == stacks.GoWaitMutex && g.g.WaitMinutes > 0:
+		case g.kind == stacks.GoWaitMutex && g.rt().WaitMinutes > 0:
 			others = append(others, g)
 		case !g.blockedForever() && g.kind != stacks.GoWaitSleep:
 			return goLockCycle{}, false // it runs or waits on I/O: it may release one

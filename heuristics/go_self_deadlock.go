@@ -122,7 +122,7 @@ func otherLockWaiter(gp *goProc, reader, writer *gor) bool {
 // that hold the lock, when it re-entered it through a callback, are
 // below the cut, and no goroutine in sight could hold it.
 func loneCutLocker(gp *goProc, g *gor) bool {
-	return len(gp.all) == 1 && gp.fragment() && g.g.CreatedBy.Func == "" && g.g.WaitMinutes > 0
+	return len(gp.all) == 1 && gp.fragment() && g.rt().CreatedBy.Func == "" && g.rt().WaitMinutes > 0
 }
 
 // goUnknownRLocks: a dump that names no lock object (an abridged paste,
@@ -144,7 +144,7 @@ func goUnknownRLocks(gp *goProc) []goSelf {
 			others = true
 		case g.kind == stacks.GoWaitWLock:
 			writers = append(writers, g)
-		case g.kind == stacks.GoWaitRLock && g.g.WaitMinutes > 0:
+		case g.kind == stacks.GoWaitRLock && g.rt().WaitMinutes > 0:
 			readers = append(readers, g)
 		default:
 			others = true
@@ -185,7 +185,7 @@ func goSelfDiagnosis(gp *goProc, s goSelf) Diagnosis {
 	d.Chain = append(d.Chain, g.label()+" "+g.waitText())
 	outer := ""
 	if s.held {
-		f := g.t.Stack[s.ev.frame]
+		f := g.ref.Thread.Stack[s.ev.frame]
 		outer = frameAt(f)
 		d.Chain = append(d.Chain, "which it may hold itself: "+s.ev.text(g, g.obj))
 	}

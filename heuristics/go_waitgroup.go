@@ -44,7 +44,7 @@ func goStuckWaitGroups(gp *goProc) []goStuckWG {
 		}
 		key := g.obj
 		if key == 0 {
-			key = uint64(g.t.Tid) << 1 // unknown: each waiter alone, never equal to an address
+			key = uint64(g.ref.Thread.Tid) << 1 // unknown: each waiter alone, never equal to an address
 			key |= 1
 		}
 		if byObj[key] == nil {
@@ -64,7 +64,7 @@ func goStuckWaitGroups(gp *goProc) []goStuckWG {
 		}
 		out = append(out, goStuckWG{obj: obj, waiters: ws})
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].waiters[0].t.Tid < out[j].waiters[0].t.Tid })
+	sort.SliceStable(out, func(i, j int) bool { return out[i].waiters[0].ref.Thread.Tid < out[j].waiters[0].ref.Thread.Tid })
 	return out
 }
 
@@ -74,7 +74,7 @@ func goDoneReachable(users, waiters []*gor, obj uint64) bool {
 	callers := map[string]bool{}
 	for _, w := range waiters {
 		isWaiter[w] = true
-		if f, ok := w.callerFrame(); ok && w.wait.Caller < len(w.t.Stack) {
+		if f, ok := w.callerFrame(); ok && w.wait.Caller < len(w.ref.Thread.Stack) {
 			callers[f.Func] = true
 		}
 	}
@@ -101,7 +101,7 @@ func goDoneReachable(users, waiters []*gor, obj uint64) bool {
 // goEntry is the function a goroutine started in: its outermost frame
 // but the runtime's.
 func goEntry(g *gor) string {
-	st := g.t.Stack
+	st := g.ref.Thread.Stack
 	for i := len(st) - 1; i >= 0; i-- {
 		if fn := st[i].Func; fn != "runtime.goexit" && fn != "runtime.main" {
 			return fn
