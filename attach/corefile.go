@@ -189,7 +189,7 @@ func Core(path string, opts CoreOptions) (snap *stacks.Snapshot, err error) {
 			stops = append(stops, fmt.Sprintf("thread %d: %s", th.TID, res.Stop))
 		}
 		nameUnplaced(cf, t.Stack)
-		t.Samples = []stacks.Sample{{State: t.State, Stack: t.Stack, Wait: t.Wait}}
+		t.SetSamples([]stacks.Sample{{State: t.State, Stack: t.Stack, Wait: t.Wait}})
 		if th.TID == pid {
 			proc.State = t.State
 		}

@@ -66,7 +66,7 @@ func (goRuntime) coreThreads(c *coreProcess) (read bool, note string) {
 	}
 	proc.Runtime = r.GoVersion()
 	for _, g := range res.Goroutines {
-		g.Samples = []stacks.Sample{{State: g.State, Stack: g.Stack}}
+		g.SetSamples([]stacks.Sample{{State: g.State, Stack: g.Stack}})
 		proc.Threads = append(proc.Threads, g)
 	}
 	for _, th := range threads {
@@ -77,7 +77,7 @@ func (goRuntime) coreThreads(c *coreProcess) (read bool, note string) {
 		if sc, blocked := coreSyscall(cf, mem, th); blocked {
 			t.State, t.Wait = "S", waitOf(sc)
 		}
-		t.Samples = []stacks.Sample{{State: t.State, Stack: t.Stack, Wait: t.Wait}}
+		t.SetSamples([]stacks.Sample{{State: t.State, Stack: t.Stack, Wait: t.Wait}})
 		if th.TID == proc.Pid {
 			proc.State = t.State
 		}

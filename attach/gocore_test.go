@@ -36,7 +36,7 @@ func goCore(t *testing.T, path string, opts attach.CoreOptions) (*stacks.Snapsho
 		t.Fatalf("source %q, runtime %q, %d goroutines, %d OS threads: want a core of goroutines (notes %v)", snap.Source, p.Runtime, len(p.Threads), len(p.OSThreads), p.Notes)
 	}
 	for _, th := range p.Threads {
-		if th.Goroutine() == nil || th.Goroutine().ID != th.Tid || len(th.Stack) == 0 || len(th.Samples) != 1 {
+		if th.Goroutine() == nil || th.Goroutine().ID != th.Tid || len(th.Stack) == 0 || len(th.Samples()) != 1 {
 			t.Fatalf("thread %d is not a goroutine with a stack: %+v", th.Tid, th)
 		}
 	}

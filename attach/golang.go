@@ -127,7 +127,7 @@ func (gt *goTarget) sample(s *sampler, tg *target, first bool) bool {
 		for _, n := range g.Notes {
 			addNote(&th.Notes, n)
 		}
-		th.Samples = append(th.Samples, stacks.Sample{State: g.State, Stack: g.Stack})
+		th.AddSample(stacks.Sample{State: g.State, Stack: g.Stack})
 	}
 	for id, th := range gt.goroutines {
 		if !seen[id] {
@@ -155,7 +155,7 @@ func (gt *goTarget) osThreadsSample(tg *target, states map[int]taskStat, frames 
 			// its stop failed): the last stack read stands, said so.
 			addNote(&acc.t.Notes, "registers not read in every sample: the stack shown is the last one read")
 		}
-		acc.t.Samples = append(acc.t.Samples, stacks.Sample{State: string(st.State), CPUTicks: delta, Stack: acc.t.Stack})
+		acc.t.AddSample(stacks.Sample{State: string(st.State), CPUTicks: delta, Stack: acc.t.Stack})
 	}
 }
 

@@ -43,8 +43,8 @@ func attachGo(t *testing.T, pid int, opts attach.Options) *stacks.Process {
 		if th.Goroutine() == nil || th.Goroutine().ID != th.Tid || th.Tid <= 0 {
 			t.Fatalf("thread %d is not a goroutine: %+v", th.Tid, th)
 		}
-		if len(th.Samples) == 0 || len(th.Stack) == 0 {
-			t.Fatalf("goroutine %d: %d samples, %d frames", th.Tid, len(th.Samples), len(th.Stack))
+		if len(th.Samples()) == 0 || len(th.Stack) == 0 {
+			t.Fatalf("goroutine %d: %d samples, %d frames", th.Tid, len(th.Samples()), len(th.Stack))
 		}
 	}
 	return p
@@ -451,8 +451,8 @@ func TestGoThreads(t *testing.T) {
 		t.Fatalf("%d OS threads read, /proc lists %d", len(live.OSThreads), len(tasks))
 	}
 	for _, th := range live.OSThreads {
-		if _, ok := tasks[th.Tid]; !ok || len(th.Stack) == 0 || len(th.Samples) != 2 || th.Goroutine() != nil {
-			t.Errorf("OS thread %d: %d frames, %d samples (in /proc: %v)", th.Tid, len(th.Stack), len(th.Samples), ok)
+		if _, ok := tasks[th.Tid]; !ok || len(th.Stack) == 0 || len(th.Samples()) != 2 || th.Goroutine() != nil {
+			t.Errorf("OS thread %d: %d frames, %d samples (in /proc: %v)", th.Tid, len(th.Stack), len(th.Samples()), ok)
 		}
 	}
 	without := attachGo(t, p.Pid, attach.Options{Samples: 1})
@@ -503,7 +503,7 @@ func TestGoExitMidSample(t *testing.T) {
 	if ws.ExitStatus() != 2 {
 		t.Fatalf("patient: %v, want exit status 2", ws)
 	}
-	t.Logf("%d goroutines, %d samples before the exit; notes %v", len(proc.Threads), len(proc.Threads[0].Samples), proc.Notes)
+	t.Logf("%d goroutines, %d samples before the exit; notes %v", len(proc.Threads), len(proc.Threads[0].Samples()), proc.Notes)
 }
 
 // go119 is Debian's Go 1.19 (golang-1.19-go, installed by

@@ -156,7 +156,7 @@ func (py *pyTarget) merge(tg *target) {
 	}
 	byTid := pyThreadsByTid(st)
 	for tid, acc := range tg.threads {
-		n := len(acc.t.Samples)
+		n := len(acc.t.Samples())
 		if n == 0 || py.merged[tid] == n {
 			continue
 		}
@@ -175,8 +175,8 @@ func (py *pyTarget) merge(tg *target) {
 // nameTakeGILAt names take_gil every unnamed frame of t's samples whose
 // PC is one of pcs.
 func nameTakeGILAt(t *stacks.Thread, pcs map[uint64]bool) {
-	for i := range t.Samples {
-		st := t.Samples[i].Stack
+	for i := range t.Samples() {
+		st := t.Samples()[i].Stack
 		for j := range st {
 			if st[j].Func == "" && pcs[st[j].PC] {
 				st[j].Func = "take_gil"
@@ -214,7 +214,7 @@ func pyThreadsByTid(st *python.State) map[int]*python.Thread {
 // holds the GIL (its Runtime).
 // It returns the PC of take_gil when the thread waits for the GIL.
 func mergeLastSample(t *stacks.Thread, st *python.State, pt *python.Thread) (takeGIL uint64) {
-	n := len(t.Samples)
+	n := len(t.Samples())
 	if n == 0 {
 		return 0
 	}
@@ -224,7 +224,7 @@ func mergeLastSample(t *stacks.Thread, st *python.State, pt *python.Thread) (tak
 			t.Runtime = stacks.PythonHoldingGIL()
 		}
 	}
-	sm := &t.Samples[n-1]
+	sm := &t.Samples()[n-1]
 	if waitsForGIL(sm.Wait, st.GILWait) {
 		takeGIL = nameTakeGIL(sm.Stack)
 	}

@@ -162,7 +162,7 @@ func testPythonLock(t *testing.T, interp pyInterp) {
 		}
 	}
 	// Every sample carries the Python frames, not only the last.
-	for i, sm := range main.Samples {
+	for i, sm := range main.Samples() {
 		if len(pyFrames(sm.Stack)) != 2 {
 			t.Errorf("sample %d of main: Python frames%s", i, frameList(sm.Stack))
 		}

@@ -91,7 +91,7 @@ func (s *sampler) sampleTarget(tg *target, first bool) {
 		acc.t.Name, acc.t.State = st.Name, string(st.State)
 		sm := stacks.Sample{State: string(st.State), CPUTicks: delta}
 		sm.Stack, sm.Wait = s.stackOf(tg, tid, st, &acc.t.Notes)
-		acc.t.Samples = append(acc.t.Samples, sm)
+		acc.t.AddSample(sm)
 		acc.t.Stack, acc.t.Wait = sm.Stack, sm.Wait
 	}
 	if alive == 0 {

@@ -76,8 +76,8 @@ func TestPidReusedMidAttach(t *testing.T) {
 		t.Fatal("a pid with another start time was sampled as the same process")
 	}
 	for _, th := range tg.proc.Threads {
-		if len(th.Samples) != 1 {
-			t.Errorf("thread %d: %d samples, want only the one taken before the pid changed", th.Tid, len(th.Samples))
+		if len(th.Samples()) != 1 {
+			t.Errorf("thread %d: %d samples, want only the one taken before the pid changed", th.Tid, len(th.Samples()))
 		}
 	}
 }

@@ -353,7 +353,7 @@ func (a *analysis) running(t *stacks.Thread) bool {
 	if t.State == "R" || t.CPU >= 5 {
 		return true
 	}
-	for _, s := range t.Samples {
+	for _, s := range t.Samples() {
 		if s.State == "R" || s.CPUTicks > 1 {
 			return true
 		}
@@ -526,7 +526,7 @@ func sleepingSpinWaiter(t *stacks.Thread) bool {
 	if t.CPU >= 5 || !spinWait(t.Stack) {
 		return false
 	}
-	for _, s := range t.Samples {
+	for _, s := range t.Samples() {
 		if s.CPUTicks > 5 || len(s.Stack) > 0 && !spinWait(s.Stack) {
 			return false
 		}

@@ -49,7 +49,7 @@ func thread(tid int, name string, frames ...string) *stacks.Thread {
 		}
 	}
 	for range 3 {
-		t.Samples = append(t.Samples, stacks.Sample{State: "S", Stack: t.Stack})
+		t.AddSample(stacks.Sample{State: "S", Stack: t.Stack})
 	}
 	return t
 }
@@ -57,8 +57,8 @@ func thread(tid int, name string, frames ...string) *stacks.Thread {
 // on sets what a thread waits on, in its last sample too.
 func on(t *stacks.Thread, w *stacks.Wait) *stacks.Thread {
 	t.Wait = w
-	for i := range t.Samples {
-		t.Samples[i].Wait = w
+	for i := range t.Samples() {
+		t.Samples()[i].Wait = w
 	}
 	return t
 }
@@ -66,8 +66,8 @@ func on(t *stacks.Thread, w *stacks.Wait) *stacks.Thread {
 // spinning makes a thread run at full CPU.
 func spinning(t *stacks.Thread) *stacks.Thread {
 	t.State, t.CPU = "R", 100
-	for i := range t.Samples {
-		t.Samples[i].State, t.Samples[i].CPUTicks = "R", 10
+	for i := range t.Samples() {
+		t.Samples()[i].State, t.Samples()[i].CPUTicks = "R", 10
 	}
 	return t
 }

@@ -148,7 +148,7 @@ func rankOf(p *stacks.Process) rankView {
 			// engine's frames, not the call below them): the longest
 			// sample of the same thread says which collective it is in.
 			longest := r.lead.Stack
-			for _, sm := range r.lead.Samples {
+			for _, sm := range r.lead.Samples() {
 				if len(sm.Stack) > len(longest) && outermostCollective(sm.Stack) >= 0 {
 					longest = sm.Stack
 				}
@@ -159,8 +159,8 @@ func rankOf(p *stacks.Process) rankView {
 		} else if len(r.lead.Stack) == 0 {
 			// A busy rank's thread that did not stop in time in the last
 			// sample has no stack; an earlier sample says where it is.
-			for j := len(r.lead.Samples) - 1; j >= 0; j-- {
-				if st := r.lead.Samples[j].Stack; len(st) > 0 {
+			for j := len(r.lead.Samples()) - 1; j >= 0; j-- {
+				if st := r.lead.Samples()[j].Stack; len(st) > 0 {
 					if i := outermostCollective(st); i >= 0 {
 						r.coll = frameName(st[i])
 					}
@@ -241,7 +241,7 @@ func matchCollectiveStraggler(a *analysis) []Diagnosis {
 // stragglerWorks says whether a rank outside the collective is seen
 // working in two or more samples.
 func stragglerWorks(a *analysis, r rankView) bool {
-	return r.lead != nil && !r.p.Exited && len(r.lead.Samples) >= 2 && threadWorks(a.samplesOf(r.lead))
+	return r.lead != nil && !r.p.Exited && len(r.lead.Samples()) >= 2 && threadWorks(a.samplesOf(r.lead))
 }
 
 // withoutLaunchers drops the processes that started the ranks: one that

@@ -90,7 +90,7 @@ func TestCollectiveStragglerLive(t *testing.T) {
 
 	// A straggler still working: slow, not stuck.
 	busy := spinning(thread(30, "rank", "crunch", "step", "main"))
-	busy.Samples[1].Stack = []stacks.Frame{{Func: "crunch_more"}, {Func: "step"}, {Func: "main"}}
+	busy.Samples()[1].Stack = []stacks.Frame{{Func: "crunch_more"}, {Func: "step"}, {Func: "main"}}
 	snap.Processes[2].Threads = []*stacks.Thread{busy}
 	d = one(t, "collective-straggler", snap)
 	if d.Confidence != Low {
@@ -165,7 +165,7 @@ func TestCollectiveStragglerLastSampleUnknown(t *testing.T) {
 	for _, p := range snap.Processes {
 		for _, th := range p.Threads {
 			if th.Tid == 4000 {
-				th.Samples = []stacks.Sample{{State: "R", Stack: th.Stack}, {State: "R"}}
+				th.SetSamples([]stacks.Sample{{State: "R", Stack: th.Stack}, {State: "R"}})
 				th.Stack = nil
 			}
 		}
@@ -270,7 +270,7 @@ func TestCollectiveStragglerShortUnwind(t *testing.T) {
 		mk(40, "futex_wait", "__lll_lock_wait", "pthread_mutex_lock", "flush_checkpoint", "step", "main"))
 	short := snap.Processes[2].Threads[0]
 	short.Stack = []stacks.Frame{{Func: "mca_btl_vader_component_progress"}, {Func: "opal_progress"}}
-	short.Samples[len(short.Samples)-1].Stack = short.Stack
+	short.Samples()[len(short.Samples())-1].Stack = short.Stack
 	d := one(t, "collective-straggler", snap)
 	has(t, "summary", d.Summary, "3 of 4 ranks wait in `PMPI_Barrier`")
 	if d.Pids[0] != 40 {

@@ -41,7 +41,7 @@ type factKey struct {
 // sharedKey returns t's factKey; false when its facts are its own
 // (samples or a kernel wait were read).
 func sharedKey(t *stacks.Thread) (factKey, bool) {
-	if len(t.Samples) > 0 || threadWait(t) != nil || len(t.Stack) == 0 {
+	if len(t.Samples()) > 0 || threadWait(t) != nil || len(t.Stack) == 0 {
 		return factKey{}, false
 	}
 	k := factKey{stack: stackID{&t.Stack[0], len(t.Stack)}, state: t.State}

@@ -18,7 +18,7 @@ func pf(fn, file string, line int) stacks.Frame {
 func pyThread(tid int, name string, frames ...stacks.Frame) *stacks.Thread {
 	t := &stacks.Thread{Tid: tid, Name: name, State: "S", Stack: frames}
 	for range 3 {
-		t.Samples = append(t.Samples, stacks.Sample{State: "S", Stack: frames})
+		t.AddSample(stacks.Sample{State: "S", Stack: frames})
 	}
 	return t
 }
@@ -83,7 +83,7 @@ func TestGILDeadlockLive(t *testing.T) {
 func TestGILDeadlockWaiterCaughtRunning(t *testing.T) {
 	h := on(gilHolder(true), named(lockWait(0x7f0010, 8002, 0), "ext_mutex"))
 	w := on(gilWaiter(), futexWait(0xa5b8f0))
-	w.Samples[1].State, w.Samples[1].CPUTicks = "R", 2
+	w.Samples()[1].State, w.Samples()[1].CPUTicks = "R", 2
 	d := one(t, "gil-deadlock", live(proc(8001, h, w)))
 	sameInts(t, "tids", d.Tids, 8001, 8002)
 }

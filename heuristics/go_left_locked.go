@@ -126,10 +126,10 @@ func longLockWait(g *gor, snap *stacks.Snapshot) bool {
 	if g.rt().WaitMinutes > 0 {
 		return true
 	}
-	if len(g.ref.Thread.Samples) < 2 || time.Duration(snap.Interval)*time.Duration(len(g.ref.Thread.Samples)-1) < time.Second {
+	if len(g.ref.Thread.Samples()) < 2 || time.Duration(snap.Interval)*time.Duration(len(g.ref.Thread.Samples())-1) < time.Second {
 		return false
 	}
-	for _, s := range g.ref.Thread.Samples {
+	for _, s := range g.ref.Thread.Samples() {
 		if k := stacks.GoWaitOf(s.Stack).Kind; k != stacks.GoWaitMutex && k != stacks.GoWaitWLock {
 			return false
 		}

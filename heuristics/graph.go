@@ -175,7 +175,7 @@ func buildGraph(a *analysis) *Graph {
 // steadyMutex: every sample that read a mutex for the thread read the
 // same mutex and owner as the last one.
 func steadyMutex(t *stacks.Thread, m *stacks.Mutex) bool {
-	for _, s := range t.Samples {
+	for _, s := range t.Samples() {
 		if s.Wait != nil && s.Wait.Mutex != nil &&
 			(s.Wait.Mutex.Addr != m.Addr || s.Wait.Mutex.Owner != m.Owner) {
 			return false

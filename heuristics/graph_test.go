@@ -215,7 +215,7 @@ func TestUnsteadyAndExitedMakeNoEdges(t *testing.T) {
 	p := abba(11, 12)
 	moved := *p.Threads[1].Wait
 	moved.Mutex = &stacks.Mutex{Addr: 0x601040, Lock: 2, Owner: 13}
-	p.Threads[1].Samples[0].Wait = &moved
+	p.Threads[1].Samples()[0].Wait = &moved
 	a := newAnalysis(live(p))
 	if len(waitsOf(a, 11)) != 0 || len(a.Cycles()) != 0 {
 		t.Errorf("an unsteady wait made an edge: %+v", waitsOf(a, 11))

@@ -168,12 +168,12 @@ func loadAverage() (float64, bool) {
 // stack has funcs in order.
 func wantFramesInASample(t *testing.T, th *stacks.Thread, funcs ...string) {
 	t.Helper()
-	for _, s := range th.Samples {
+	for _, s := range th.Samples() {
 		if hasFramesInOrder(s.Stack, funcs) {
 			return
 		}
 	}
-	t.Errorf("evidence: thread %d %q: no sample of %d has %q in order; last:\n%s", th.Tid, th.Name, len(th.Samples), funcs, stackString(th.Stack))
+	t.Errorf("evidence: thread %d %q: no sample of %d has %q in order; last:\n%s", th.Tid, th.Name, len(th.Samples()), funcs, stackString(th.Stack))
 }
 
 func hasFramesInOrder(st []stacks.Frame, funcs []string) bool {
@@ -469,14 +469,14 @@ func TestLiveFenceSpin(t *testing.T) {
 	if waiter.CPU <= 0 {
 		t.Errorf("evidence: waiter %d: CPU %.0f%%, want a spinning thread's (> 0)", waiterTid, waiter.CPU)
 	}
-	if len(waiter.Samples) != liveOpts.Samples {
-		t.Errorf("evidence: waiter %d: %d samples, want %d", waiterTid, len(waiter.Samples), liveOpts.Samples)
+	if len(waiter.Samples()) != liveOpts.Samples {
+		t.Errorf("evidence: waiter %d: %d samples, want %d", waiterTid, len(waiter.Samples()), liveOpts.Samples)
 	}
 	// Under load a spinning thread may not reach its stop within the
 	// sampler's bound: that sample is let go unread, and says so. Once
 	// is the load's; the other samples must show the spin.
 	unread := 0
-	for i, s := range waiter.Samples {
+	for i, s := range waiter.Samples() {
 		if len(s.Stack) == 0 && unread == 0 && slices.ContainsFunc(waiter.Notes, func(n string) bool { return strings.Contains(n, "did not stop") }) {
 			unread++
 			continue

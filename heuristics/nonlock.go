@@ -67,7 +67,7 @@ type sampleFacts struct {
 // observation (a pasted dump) gets one sample made from Stack, State and
 // Wait.
 func factsOf(t *stacks.Thread) threadFacts {
-	f := threadFacts{t: t, sampleFacts: &sampleFacts{samples: t.Samples}}
+	f := threadFacts{t: t, sampleFacts: &sampleFacts{samples: t.Samples()}}
 	if len(f.samples) == 0 {
 		f.samples = []stacks.Sample{{State: t.State, Stack: t.Stack, Wait: threadWait(t)}}
 	}

@@ -20,8 +20,8 @@ func nbSnap(cpu bool, procs ...*stacks.Process) *stacks.Snapshot {
 	n := 0
 	for _, p := range procs {
 		for _, t := range p.Threads {
-			if len(t.Samples) > n {
-				n = len(t.Samples)
+			if len(t.Samples()) > n {
+				n = len(t.Samples())
 			}
 		}
 	}
@@ -129,7 +129,7 @@ func nbTimes(n int, s stacks.Sample) []stacks.Sample {
 // nbThread is a thread with samples; State, Stack and Wait are the last
 // sample's, CPU is computed from the ticks at 100 Hz over 500ms.
 func nbThread(tid int, name string, samples ...stacks.Sample) *stacks.Thread {
-	t := &stacks.Thread{Tid: tid, Name: name, Samples: samples}
+	t := &stacks.Thread{Tid: tid, Name: name, ThreadRare: &stacks.ThreadRare{SampleList: samples}}
 	if len(samples) > 0 {
 		last := samples[len(samples)-1]
 		t.State, t.Stack, t.Wait = last.State, last.Stack, last.Wait

@@ -70,7 +70,7 @@ func TestPoolStarvationStaysSilent(t *testing.T) {
 	reader := pyStack(pyf("recv_into", "/usr/lib/python3.11/socket.py", 706), pyf("fetch", "/app/net.py", 3))
 	reader.Tid = 13
 	reader.Wait = &stacks.Wait{Syscall: "recvfrom", Nr: 45, Fd: 5, FdTarget: "socket:[9]"}
-	reader.Samples[0].Wait = reader.Wait
+	reader.Samples()[0].Wait = reader.Wait
 	if s := starved(poolSnap(reader)); s != "" {
 		t.Errorf("a reader on a socket: %s", s)
 	}

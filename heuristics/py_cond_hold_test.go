@@ -59,14 +59,14 @@ func TestPyLockHeldAcrossWaitStaysSilent(t *testing.T) {
 	}
 	busy := queueHoldSnap()
 	c := busy.Processes[0].Threads[2]
-	c.State, c.Samples[0].State = "R", "R"
+	c.State, c.Samples()[0].State = "R", "R"
 	if s := claims(busy); s != "" {
 		t.Errorf("the consumer runs: %s", s)
 	}
 	napper := pyStack(pyf("sleep", "<built-in>", 0), pyf("tick", "/app/hold.py", 60), pyf("Thread.run", "/usr/lib/python3.11/threading.py", 975))
 	napper.Tid = 13
 	napper.Stack = append([]stacks.Frame{{Func: "clock_nanosleep"}}, napper.Stack...)
-	napper.Samples[0].Stack = napper.Stack
+	napper.Samples()[0].Stack = napper.Stack
 	if s := claims(queueHoldSnap(napper)); s != "" {
 		t.Errorf("a thread sleeps on a timer and may hold the lock: %s", s)
 	}

@@ -61,7 +61,7 @@ func TestPyImportCycleStaysSilent(t *testing.T) {
 	// the importing thread works: the import may yet finish
 	busy := importSnap(pyf("parse", "/app/py_import_join_mod.py", 20))
 	busy.Processes[0].Threads[0].State = "R"
-	busy.Processes[0].Threads[0].Samples[0].State = "R"
+	busy.Processes[0].Threads[0].Samples()[0].State = "R"
 	if s := claims(busy); s != "" {
 		t.Errorf("the importer runs: %s", s)
 	}
@@ -69,7 +69,7 @@ func TestPyImportCycleStaysSilent(t *testing.T) {
 	snap := importSnap()
 	main := snap.Processes[0].Threads[0]
 	main.Stack = []stacks.Frame{main.Stack[0], main.Stack[1], pyf("<module>", "/app/script.py", 3)}
-	main.Samples[0].Stack = main.Stack
+	main.Samples()[0].Stack = main.Stack
 	if s := claims(snap); s != "" {
 		t.Errorf("no import under way: %s", s)
 	}

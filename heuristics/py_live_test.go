@@ -301,7 +301,7 @@ func TestLivePythonControlCompute(t *testing.T) {
 	// must have run, not at any given rate.
 	for _, th := range l.process(t, pid).Threads {
 		ran := th.CPU > 0
-		for _, s := range th.Samples {
+		for _, s := range th.Samples() {
 			ran = ran || s.CPUTicks > 0 || s.State == "R"
 		}
 		if !ran {

@@ -16,7 +16,7 @@ import (
 // traceback or faulthandler prints them: "func file.py:line".
 func pyStack(frames ...stacks.Frame) *stacks.Thread {
 	t := &stacks.Thread{State: "S", Stack: frames}
-	t.Samples = []stacks.Sample{{State: "S", Stack: frames}}
+	t.SetSamples([]stacks.Sample{{State: "S", Stack: frames}})
 	return t
 }
 

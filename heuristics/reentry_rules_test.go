@@ -58,7 +58,7 @@ func TestSpinWaiterCaughtBetweenSleeps(t *testing.T) {
 	spin := func(cpu float64, ticks uint64) *stacks.Snapshot {
 		g := thread(4243, "grower", "syscall", "base::internal::SpinLockDelay", "SpinLock::SlowLock", "tcmalloc::allocate_full_malloc_oom", "record_mapping", "MallocHook::InvokeSbrkHookSlow", "sbrk", "tcmalloc::allocate_full_malloc_oom", "grower_main", "start_thread", "clone3")
 		g.CPU = cpu
-		g.Samples[1].State, g.Samples[1].CPUTicks = "R", ticks
+		g.Samples()[1].State, g.Samples()[1].CPUTicks = "R", ticks
 		main := thread(4242, "main", "__futex_abstimed_wait_common", "__pthread_clockjoin_ex", "pthread_join", "main")
 		return live(proc(4242, main, g))
 	}

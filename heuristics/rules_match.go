@@ -187,7 +187,7 @@ func (r *Rule) match(a *analysis, d *Diagnosis) (string, bool) {
 // threadFrames lists every frame of a thread across its samples.
 func threadFrames(t *stacks.Thread) [][]stacks.Frame {
 	out := [][]stacks.Frame{t.Stack}
-	for _, s := range t.Samples {
+	for _, s := range t.Samples() {
 		out = append(out, s.Stack)
 	}
 	return out
@@ -198,7 +198,7 @@ func threadWaits(t *stacks.Thread) []*stacks.Wait {
 	if w := threadWait(t); w != nil {
 		out = append(out, w)
 	}
-	for _, s := range t.Samples {
+	for _, s := range t.Samples() {
 		if s.Wait != nil {
 			out = append(out, s.Wait)
 		}

@@ -30,8 +30,8 @@ func withLockArg(snap *stacks.Snapshot, fn, name, value string) *stacks.Snapshot
 	for _, p := range snap.Processes {
 		for _, t := range p.Threads {
 			stacksOf := [][]stacks.Frame{t.Stack}
-			for i := range t.Samples {
-				stacksOf = append(stacksOf, t.Samples[i].Stack)
+			for i := range t.Samples() {
+				stacksOf = append(stacksOf, t.Samples()[i].Stack)
 			}
 			for _, st := range stacksOf {
 				for i := range st {
@@ -184,7 +184,7 @@ func TestRefineOrderAndOverride(t *testing.T) {
 
 func TestRuleConditions(t *testing.T) {
 	snap := ruleSnap(true, []string{libc, "/opt/lib/libopenblas.so.0"}, []string{"python3", "solve.py", "--fast"}, "futex_wait", "solve", "main")
-	snap.Processes[0].Threads[0].Samples[2].Wait.Mutex = &stacks.Mutex{Addr: 1, Owner: 101, Symbol: "server_lock"}
+	snap.Processes[0].Threads[0].Samples()[2].Wait.Mutex = &stacks.Mutex{Addr: 1, Owner: 101, Symbol: "server_lock"}
 	for _, c := range []struct {
 		r    Rule
 		want bool

@@ -13,7 +13,8 @@ import (
 // call no longer in progress, so no syscall to read).
 func oneRunnable(frames ...string) *stacks.Snapshot {
 	t := thread(101, "patient", frames...)
-	t.State, t.Samples = "R", nil
+	t.State = "R"
+	t.SetSamples(nil)
 	snap := live(proc(101, t))
 	snap.Source, snap.Samples = "core", 1
 	snap.Evidence.CPU, snap.Evidence.Lineage = false, false

@@ -60,8 +60,8 @@ func TestLostWakeupExitPathJoin(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			j := thread(400, "main", c.joiner...)
 			j.Wait = &stacks.Wait{Syscall: "futex", JoinTid: 401}
-			for i := range j.Samples {
-				j.Samples[i].Wait = j.Wait
+			for i := range j.Samples() {
+				j.Samples()[i].Wait = j.Wait
 			}
 			d, ok := top(live(proc(400, j, worker())))
 			if !ok || d.ID != "lost-wakeup" {

@@ -18,8 +18,8 @@ func fenceSnap(cpu bool, n int) *stacks.Snapshot {
 	if !cpu {
 		for _, th := range snap.Processes[0].Threads {
 			th.CPU = 0
-			for i := range th.Samples {
-				th.Samples[i].CPUTicks = 0
+			for i := range th.Samples() {
+				th.Samples()[i].CPUTicks = 0
 			}
 		}
 	}

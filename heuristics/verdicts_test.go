@@ -144,7 +144,7 @@ func TestSleeping(t *testing.T) {
 	snap := sleeperSnap()
 	main := snap.Processes[0].Threads[0]
 	main.State, main.Stack, main.Wait = "Z", nil, nil
-	main.Samples = []stacks.Sample{{State: "Z"}, {State: "Z"}, {State: "Z"}}
+	main.SetSamples([]stacks.Sample{{State: "Z"}, {State: "Z"}, {State: "Z"}})
 	if ds := calm(t, snap); len(ds) != 1 || ds[0].ID != "sleeping" || len(ds[0].Tids) != 1 || ds[0].Tids[0] != 11 {
 		t.Errorf("main exited: got %+v", ds)
 	}

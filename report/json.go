@@ -258,7 +258,7 @@ func (j *jsonStream) thread(t *stacks.Thread, depth int, cache map[stackID][]byt
 // threads: encoding/json, json.Indent and escapeControls on each took
 // about 0.15 s of CPU per 100,000 threads.
 func (j *jsonStream) plainThread(t *stacks.Thread, depth int, st []byte) bool {
-	if t.Wait != nil || t.Runtime != nil || len(t.Samples) > 0 || len(t.Returned()) > 0 || t.Handle() != 0 ||
+	if t.Wait != nil || t.Runtime != nil || len(t.Samples()) > 0 || len(t.Returned()) > 0 || t.Handle() != 0 ||
 		!plainJSON(t.Name) || !plainJSON(t.State) || !plainJSON(t.Number) ||
 		(t.CPU != 0 && (math.IsNaN(t.CPU) || math.IsInf(t.CPU, 0))) {
 		return false

@@ -32,7 +32,7 @@ func TestPlainThreadWritesTheEncodersBytes(t *testing.T) {
 		{Tid: 13, Stack: stack, ThreadRare: &stacks.ThreadRare{HandleID: 0x7f12}},
 		{Tid: 14, Stack: stack, Wait: &stacks.Wait{Syscall: "futex", Nr: 202}},
 		{Tid: 15, Stack: stack, Runtime: stacks.PythonHoldingGIL()},
-		{Tid: 16, Stack: stack, Samples: []stacks.Sample{{State: "S", Stack: stack}}},
+		{Tid: 16, Stack: stack, ThreadRare: &stacks.ThreadRare{SampleList: []stacks.Sample{{State: "S", Stack: stack}}}},
 		{Tid: 17, Stack: stack, Number: "del\x7f"},
 	}
 	plain := 7 // the first seven

@@ -335,7 +335,7 @@ func (p *fhParser) snapshot() *Snapshot {
 				for _, d := range g {
 					for _, dt := range d.threads {
 						if dt.Handle() == th.Handle() {
-							t.Samples = append(t.Samples, Sample{Stack: dt.Stack})
+							t.AddSample(Sample{Stack: dt.Stack})
 						}
 					}
 				}

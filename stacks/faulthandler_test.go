@@ -61,8 +61,8 @@ func TestParseFaulthandlerTimeoutRepeat(t *testing.T) {
 		t.Errorf("holder %q", got)
 	}
 	for _, th := range p.Threads {
-		if len(th.Samples) != 2 || !reflect.DeepEqual(th.Samples[0].Stack, th.Stack) || !reflect.DeepEqual(th.Samples[1].Stack, th.Stack) {
-			t.Errorf("thread %#x: samples %+v", th.Handle(), th.Samples)
+		if len(th.Samples()) != 2 || !reflect.DeepEqual(th.Samples()[0].Stack, th.Stack) || !reflect.DeepEqual(th.Samples()[1].Stack, th.Stack) {
+			t.Errorf("thread %#x: samples %+v", th.Handle(), th.Samples())
 		}
 	}
 }

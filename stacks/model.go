@@ -116,15 +116,14 @@ type Module struct {
 }
 
 // Thread is one thread; Stack and State are those of its last sample,
-// Samples keeps every sample for heuristics that compare them.
+// Samples() every sample, for heuristics that compare them.
 type Thread struct {
-	Tid     int      `json:"tid"`
-	Name    string   `json:"name"`
-	State   string   `json:"state,omitempty"`
-	CPU     float64  `json:"cpu,omitempty"` // percent of one core over the sampling window; absent when 0 or, without evidence.cpu, unknown
-	Stack   []Frame  `json:"stack"`
-	Wait    *Wait    `json:"wait,omitempty"`
-	Samples []Sample `json:"samples,omitempty"`
+	Tid   int     `json:"tid"`
+	Name  string  `json:"name"`
+	State string  `json:"state,omitempty"`
+	CPU   float64 `json:"cpu,omitempty"` // percent of one core over the sampling window; absent when 0 or, without evidence.cpu, unknown
+	Stack []Frame `json:"stack"`
+	Wait  *Wait   `json:"wait,omitempty"`
 	// Notes say why the stack may be incomplete (the thread could not be
 	// stopped in time, the unwinder lost its way at a frame).
 	Notes []string `json:"notes,omitempty"`
@@ -140,15 +139,18 @@ type Thread struct {
 	// The JSON keeps hangdoc/v1's names for it: "goroutine", "holds_gil"
 	// (runtime_thread.go).
 	Runtime *RuntimeThread `json:"-"`
-	// ThreadRare holds what few dumps give a thread (Handle, Returned),
-	// nil for the others: 32 bytes less a thread, 1.5 MB of a goroutine
-	// dump of 47,000. Read and set them through the methods, which
-	// allow for nil; the JSON has them as members of the thread.
+	// ThreadRare holds what few sources give a thread (Samples, Handle,
+	// Returned), nil for the others: 56 bytes less a thread, 2.6 MB of a
+	// goroutine dump of 47,000. Read and set them through the methods,
+	// which allow for nil; the JSON has them as members of the thread.
 	*ThreadRare
 }
 
 // ThreadRare is what few threads have; see Thread.
 type ThreadRare struct {
+	// SampleList keeps every sample of a live attach (or of a paste of
+	// several dumps) for heuristics that compare them.
+	SampleList []Sample `json:"samples,omitempty"`
 	// HandleID is the thread's id as a runtime printed it when the dump
 	// gives no kernel tid: the pthread_t of a CPython faulthandler dump
 	// or of py-spy on macOS (0x7f…). Tid is then 0.
@@ -178,6 +180,23 @@ func (t *Thread) Returned() []ReturnedCall {
 		return nil
 	}
 	return t.ReturnedCalls
+}
+
+// Samples are the thread's samples, oldest first; nil for one dump.
+func (t *Thread) Samples() []Sample {
+	if t.ThreadRare == nil {
+		return nil
+	}
+	return t.SampleList
+}
+
+// SetSamples sets Samples; a copy of the thread keeps its own.
+func (t *Thread) SetSamples(s []Sample) { t.rare().SampleList = s }
+
+// AddSample appends s to Samples; a copy of the thread keeps its own.
+func (t *Thread) AddSample(s Sample) {
+	r := t.rare()
+	r.SampleList = append(r.SampleList, s)
 }
 
 // SetHandle sets Handle; a copy of the thread keeps its own.

@@ -129,7 +129,7 @@ func TestAttachInterruptedSamples(t *testing.T) {
 		}
 		if format == "json" {
 			r := parseReport(t, out.String())
-			taken := len(r.Processes[0].Threads[0].Samples)
+			taken := len(r.Processes[0].Threads[0].Samples())
 			if r.Samples != taken || taken >= 100 || taken < 1 {
 				t.Errorf("JSON says %d samples, the threads have %d: want the number taken (< 100)", r.Samples, taken)
 			}

@@ -74,8 +74,8 @@ func TestAttachJSON(t *testing.T) {
 		t.Fatalf("pid %d with %d threads, want %d with 5", proc.Pid, len(proc.Threads), p.Pid)
 	}
 	for _, th := range proc.Threads {
-		if len(th.Stack) < 3 || len(th.Samples) != 2 || th.Wait == nil || th.Wait.Syscall != "futex" {
-			t.Errorf("thread %d: %d frames, %d samples, wait %+v", th.Tid, len(th.Stack), len(th.Samples), th.Wait)
+		if len(th.Stack) < 3 || len(th.Samples()) != 2 || th.Wait == nil || th.Wait.Syscall != "futex" {
+			t.Errorf("thread %d: %d frames, %d samples, wait %+v", th.Tid, len(th.Stack), len(th.Samples()), th.Wait)
 		}
 	}
 }
