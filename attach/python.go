@@ -175,8 +175,8 @@ func (py *pyTarget) merge(tg *target) {
 // nameTakeGILAt names take_gil every unnamed frame of t's samples whose
 // PC is one of pcs.
 func nameTakeGILAt(t *stacks.Thread, pcs map[uint64]bool) {
-	for i := range t.Samples() {
-		st := t.Samples()[i].Stack
+	for _, sm := range t.Samples() {
+		st := sm.Stack
 		for j := range st {
 			if st[j].Func == "" && pcs[st[j].PC] {
 				st[j].Func = "take_gil"

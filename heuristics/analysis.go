@@ -640,6 +640,7 @@ func orderRefs[T any](items []T, ref func(T) ThreadRef) (pids, tids []int) {
 	// them then (0.8 MB for the 32 MB goroutine dump's 47,000); else one
 	// sized once (grown a key at a time it was 2.2 MB of garbage)
 	up, down := true, true
+	seenP := map[int]bool{}
 	tids = make([]int, 0, len(items))
 	for _, item := range items {
 		r := ref(item)
@@ -651,6 +652,10 @@ func orderRefs[T any](items []T, ref func(T) ThreadRef) (pids, tids []int) {
 			down = down && r.Thread.Tid < tids[n-1]
 		}
 		tids = append(tids, r.Thread.Tid)
+		if !seenP[r.Proc.Pid] {
+			seenP[r.Proc.Pid] = true
+			pids = append(pids, r.Proc.Pid)
+		}
 	}
 	if !up && !down {
 		seenT := make(map[int]bool, len(tids))
@@ -659,13 +664,6 @@ func orderRefs[T any](items []T, ref func(T) ThreadRef) (pids, tids []int) {
 			seenT[tid] = true
 			return dup
 		})
-	}
-	seenP := map[int]bool{}
-	for _, item := range items {
-		if r := ref(item); r.Thread != nil && !seenP[r.Proc.Pid] {
-			seenP[r.Proc.Pid] = true
-			pids = append(pids, r.Proc.Pid)
-		}
 	}
 	return pids, tids
 }
